@@ -1,0 +1,1 @@
+"""metasim_ros: MuJoCo through the MetaSim unified state, over ROS 2."""
