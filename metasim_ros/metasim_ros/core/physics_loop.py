@@ -1,0 +1,149 @@
+"""Physics thread: steps a handler at a real-time factor, pausable, with fair access.
+
+The loop holds the simulation lock only while stepping one small batch. Callers that
+need the simulation (services, publishers) announce themselves through `access()`;
+the loop then yields the lock before its next batch, so a service never waits behind
+an as-fast-as-possible physics loop.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from contextlib import contextmanager
+from typing import Callable, Iterator, Protocol
+
+
+class Steppable(Protocol):
+    timestep: float
+
+    def step(self, actions=None, n: int = 1) -> None: ...
+
+
+class PhysicsLoop:
+    """Runs `handler.step` in its own thread, keeping sim time = rtf x wall time."""
+
+    #: Most steps taken under one lock hold when running behind or as fast as possible.
+    MAX_BATCH = 10
+
+    def __init__(self, handler: Steppable, real_time_factor: float = 1.0,
+                 on_steps: Callable[[int], None] | None = None) -> None:
+        self.handler = handler
+        self._rtf = 0.0
+        self.real_time_factor = real_time_factor
+        self._on_steps = on_steps
+        self._lock = threading.Lock()
+        self._waiters = 0
+        self._waiters_lock = threading.Lock()
+        self._no_waiters = threading.Event()
+        self._no_waiters.set()
+        self._running = threading.Event()   # set = physics advances on its own
+        self._running.set()
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.steps_taken = 0
+
+    # -- configuration -------------------------------------------------------------
+    @property
+    def real_time_factor(self) -> float:
+        return self._rtf
+
+    @real_time_factor.setter
+    def real_time_factor(self, value: float) -> None:
+        if not value >= 0.0:
+            raise ValueError(f"real_time_factor must be >= 0 (0 = as fast as possible), got {value}")
+        self._rtf = float(value)
+        self._resync = True
+        self._wake_loop()
+
+    @property
+    def paused(self) -> bool:
+        return not self._running.is_set()
+
+    def pause(self, paused: bool = True) -> None:
+        if paused:
+            self._running.clear()
+        else:
+            self._resync = True
+            self._running.set()
+        self._wake_loop()
+
+    # -- access from other threads -------------------------------------------------
+    @contextmanager
+    def access(self) -> Iterator[None]:
+        """Hold the simulation exclusively; the physics thread yields to callers."""
+        with self._waiters_lock:
+            self._waiters += 1
+            self._no_waiters.clear()
+        try:
+            with self._lock:
+                yield
+        finally:
+            with self._waiters_lock:
+                self._waiters -= 1
+                if self._waiters == 0:
+                    self._no_waiters.set()
+
+    def step_now(self, n: int) -> None:
+        """Advance exactly n steps, now, in the caller's thread (the loop keeps out)."""
+        if n < 0:
+            raise ValueError(f"number of steps must be >= 0, got {n}")
+        with self.access():
+            self.handler.step(n=n)
+            self.steps_taken += n
+        if self._on_steps is not None and n:
+            self._on_steps(n)
+
+    # -- thread lifecycle ----------------------------------------------------------
+    def start(self) -> None:
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="physics", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        self._wake_loop()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    def _wake_loop(self) -> None:
+        self._wake.set()
+
+    def _run(self) -> None:
+        dt = self.handler.timestep
+        self._resync = True
+        wall0 = 0.0
+        done = 0
+        while not self._stop.is_set():
+            if not self._running.is_set():
+                self._wake.wait(0.1)
+                self._wake.clear()
+                continue
+            if self._resync:
+                self._resync = False
+                wall0, done = time.perf_counter(), 0
+            rtf = self._rtf
+            if rtf > 0.0:
+                due = int((time.perf_counter() - wall0) * rtf / dt) - done
+                if due <= 0:
+                    delay = (done + 1) * dt / rtf - (time.perf_counter() - wall0)
+                    if delay > 0:
+                        self._wake.wait(delay)
+                        self._wake.clear()
+                    continue
+                if due > 50 * self.MAX_BATCH:    # far behind (e.g. after a long stall):
+                    self._resync = True           # drop the backlog instead of racing
+                    due = self.MAX_BATCH
+                n = min(due, self.MAX_BATCH)
+            else:
+                n = self.MAX_BATCH
+            self._no_waiters.wait()
+            with self._lock:
+                if self._stop.is_set() or not self._running.is_set():
+                    continue
+                self.handler.step(n=n)
+                self.steps_taken += n
+            done += n
+            if self._on_steps is not None:
+                self._on_steps(n)

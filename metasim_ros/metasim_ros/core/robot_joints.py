@@ -1,0 +1,29 @@
+"""Flat arrays of the robots' 1-DOF joints, for publishers that run many times a second."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import mujoco
+import numpy as np
+
+_ONE_DOF = (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE)
+
+
+class RobotJointArrays:
+    """Positions, velocities and efforts of robot hinge/slide joints, in one gather each.
+
+    Ball and free joints have no place in sensor_msgs/JointState; they are reported
+    in the world state instead.
+    """
+
+    def __init__(self, model: mujoco.MjModel, joint_names: Sequence[str]) -> None:
+        ids = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, n) for n in joint_names]
+        keep = [j for j in ids if j >= 0 and model.jnt_type[j] in _ONE_DOF]
+        self.names: list[str] = [model.joint(j).name for j in keep]
+        self._qpos = model.jnt_qposadr[keep].astype(np.intp)
+        self._dof = model.jnt_dofadr[keep].astype(np.intp)
+
+    def read(self, data: mujoco.MjData) -> tuple[list[float], list[float], list[float]]:
+        """(position, velocity, effort) as lists; effort = actuator force on the joint."""
+        return (data.qpos[self._qpos].tolist(), data.qvel[self._dof].tolist(),
+                data.qfrc_actuator[self._dof].tolist())

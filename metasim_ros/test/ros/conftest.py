@@ -1,0 +1,149 @@
+"""Fixtures for tests that run the node as its own process and talk to it over DDS."""
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Iterator, TypeVar
+
+import pytest
+
+rclpy = pytest.importorskip("rclpy", reason="ROS 2 (rclpy) is not available")
+pytest.importorskip("metasim_msgs", reason="workspace not built (run `make test`)")
+
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.node import Node  # noqa: E402
+from rclpy.qos import QoSProfile  # noqa: E402
+
+T = TypeVar("T")
+
+# One DDS domain per test run so that parallel runs never see each other; set before
+# rclpy.init here and inherited by every node process the tests start.
+os.environ["ROS_DOMAIN_ID"] = str(random.Random(os.getpid() ^ time.time_ns()).randint(11, 99))
+os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+
+def sim_node_command() -> list[str]:
+    """The installed entry point (what `ros2 run metasim_ros sim_node` runs)."""
+    for prefix in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep):
+        script = Path(prefix) / "lib" / "metasim_ros" / "sim_node"
+        if script.exists():
+            return [sys.executable, str(script)]
+    return [sys.executable, "-m", "metasim_ros.ros.sim_node"]
+
+
+class SimProcess:
+    """sim_node as a subprocess, stopped with SIGINT like Ctrl-C."""
+
+    def __init__(self, params: dict[str, object] | None = None,
+                 args: list[str] | None = None) -> None:
+        cmd = sim_node_command() + list(args or [])
+        if params:
+            cmd += ["--ros-args"] + [a for k, v in params.items() for a in ("-p", f"{k}:={v}")]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True, start_new_session=True)
+        self.output = ""
+
+    def stop(self, sig: int = signal.SIGINT, timeout: float = 5.0) -> int:
+        """Signal the node, wait for it; kill it if it hangs (and say so)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            self.output, _ = self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.output, _ = self.proc.communicate(timeout=5)
+            raise AssertionError(f"sim_node did not exit within {timeout}s of signal {sig}:\n"
+                                 f"{self.output}")
+        return self.proc.returncode
+
+
+class Client:
+    """A test-side rclpy node with helpers that always time out."""
+
+    def __init__(self, name: str = "metasim_test_client") -> None:
+        self.node = Node(name)
+        self.executor = SingleThreadedExecutor()
+        self.executor.add_node(self.node)
+
+    def spin_until(self, done: Callable[[], bool], timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while not done():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+            self.executor.spin_once(timeout_sec=0.05)
+
+    def wait_for_message(self, msg_type: type[T], topic: str, timeout: float = 20.0,
+                         predicate: Callable[[T], bool] = lambda m: True,
+                         qos: QoSProfile | int = 10) -> T:
+        got: list[T] = []
+        sub = self.node.create_subscription(
+            msg_type, topic, lambda m: got.append(m) if predicate(m) else None, qos)
+        try:
+            self.spin_until(lambda: bool(got), timeout, f"a message on {topic}")
+        finally:
+            self.node.destroy_subscription(sub)
+        return got[0]
+
+    def collect(self, msg_type: type[T], topic: str, count: int, timeout: float = 20.0,
+                qos: QoSProfile | int = 10) -> list[T]:
+        got: list[T] = []
+        sub = self.node.create_subscription(msg_type, topic, got.append, qos)
+        try:
+            self.spin_until(lambda: len(got) >= count, timeout, f"{count} messages on {topic}")
+        finally:
+            self.node.destroy_subscription(sub)
+        return got
+
+    def call(self, srv_type, name: str, request, timeout: float = 20.0):
+        client = self.node.create_client(srv_type, name)
+        try:
+            self.spin_until(lambda: client.service_is_ready(), timeout, f"service {name}")
+            future = client.call_async(request)
+            self.spin_until(future.done, timeout, f"response from {name}")
+            return future.result()
+        finally:
+            self.node.destroy_client(client)
+
+    def close(self) -> None:
+        self.executor.remove_node(self.node)
+        self.node.destroy_node()
+
+
+@pytest.fixture(scope="session")
+def ros_context() -> Iterator[None]:
+    rclpy.init()
+    yield
+    rclpy.try_shutdown()
+
+
+@pytest.fixture
+def client(ros_context) -> Iterator[Client]:
+    c = Client()
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def start_node() -> Iterator[Callable[..., SimProcess]]:
+    """Start sim_node processes; every one is stopped at teardown, whatever happened."""
+    started: list[SimProcess] = []
+
+    def start(params: dict[str, object] | None = None, **kw) -> SimProcess:
+        p = SimProcess(params, **kw)
+        started.append(p)
+        return p
+
+    yield start
+    for p in started:
+        if p.proc.poll() is None:
+            try:
+                p.stop(timeout=5.0)
+            except AssertionError:
+                pass
+

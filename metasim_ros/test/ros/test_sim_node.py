@@ -1,0 +1,48 @@
+"""sim_node as a user runs it: start, receive joint states and sim time, Ctrl-C."""
+from __future__ import annotations
+
+import signal
+
+import pytest
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
+
+FRANKA_JOINTS = [f"panda_joint{i}" for i in range(1, 8)] + [
+    "panda_finger_joint1", "panda_finger_joint2"]
+HOME = [0.0, -0.785398, 0.0, -2.356194, 0.0, 1.570796, 0.785398, 0.04, 0.04]
+
+
+def seconds(msg: Clock) -> float:
+    return msg.clock.sec + msg.clock.nanosec * 1e-9
+
+
+def test_publishes_home_pose_and_clock_then_exits_on_sigint(start_node, client):
+    node = start_node()
+    js = client.wait_for_message(JointState, "/joint_states", timeout=30.0)
+    assert list(js.name) == FRANKA_JOINTS
+    assert js.position == pytest.approx(HOME, abs=0.02)
+    assert len(js.velocity) == len(js.effort) == 9
+
+    first = seconds(client.wait_for_message(Clock, "/clock"))
+    later = client.wait_for_message(Clock, "/clock", predicate=lambda m: seconds(m) > first + 0.05)
+    assert seconds(later) > first
+
+    assert node.stop(signal.SIGINT, timeout=5.0) == 0, node.output
+    assert "Traceback" not in node.output
+
+
+def test_sigterm_exits_cleanly(start_node, client):
+    node = start_node()
+    client.wait_for_message(Clock, "/clock", timeout=30.0)
+    assert node.stop(signal.SIGTERM, timeout=5.0) == 0, node.output
+
+
+def test_broken_scene_fails_with_one_line(start_node, tmp_path):
+    bad = tmp_path / "broken.xml"
+    bad.write_text("<mujoco><worldbody><body name='a'><geom type='nonsense'/></body></worldbody></mujoco>")
+    node = start_node({"scene": str(bad)})
+    node.proc.wait(timeout=30)
+    node.stop()
+    assert node.proc.returncode != 0
+    assert "Traceback" not in node.output
+    assert "broken.xml" in node.output or "nonsense" in node.output, node.output
