@@ -1,0 +1,37 @@
+"""Confining user-given file names to one directory (the node's snapshot directory).
+
+Service callers anywhere on the ROS graph name files; they may only ever reach files
+inside the directory the node was configured with.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path, PurePosixPath
+
+
+class PathRefused(ValueError):
+    """A path that names something outside the allowed directory, or no valid name."""
+
+
+def resolve_inside(root: str | os.PathLike, name: str) -> Path:
+    """The real path of `name` relative to `root`; refuses anything leaving `root`.
+
+    Refused: empty names, NUL or control characters, absolute paths, '..' components,
+    and names whose real path (symlinks followed) is outside `root`.
+    """
+    if not name or not name.strip():
+        raise PathRefused("empty path")
+    if any(ord(c) < 32 or ord(c) == 127 for c in name):
+        raise PathRefused(f"path {name!r} contains NUL or control characters")
+    rel = PurePosixPath(name)
+    if rel.is_absolute():
+        raise PathRefused(f"path {name!r} is absolute; give a path inside the snapshot directory")
+    if ".." in rel.parts:
+        raise PathRefused(f"path {name!r} contains '..'")
+    base = Path(root).resolve()
+    target = (base / rel).resolve()
+    if target != base and base not in target.parents:
+        raise PathRefused(f"path {name!r} leads outside the snapshot directory (via a symlink)")
+    if target == base:
+        raise PathRefused(f"path {name!r} names the snapshot directory itself, not a file")
+    return target
