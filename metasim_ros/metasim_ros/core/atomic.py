@@ -1,0 +1,48 @@
+"""Atomic file replacement: a reader of ``path`` sees the old file or the new one, never half of one."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; on clean exit fsync it and rename it onto ``path``.
+
+    The temporary file lives in the same directory so that ``os.replace`` is a rename on one
+    file system (atomic on POSIX). On an exception the temporary file is removed and ``path`` is
+    untouched. A process killed inside the block leaves only a hidden ``.<name>.*.tmp`` file.
+    """
+    target = Path(path)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    # mkstemp creates 0600; keep the mode of the file being replaced, else a normal 0644.
+    os.chmod(tmp, target.stat().st_mode & 0o777 if target.exists() else 0o644)
+    try:
+        yield tmp
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_dir(target.parent)
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Persist the rename itself (the directory entry), where the OS allows opening directories."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

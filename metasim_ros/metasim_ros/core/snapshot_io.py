@@ -1,0 +1,152 @@
+"""Defensive HDF5 reading for snapshots: every failure becomes one ``SnapshotError`` naming the problem.
+
+Files come from other tools and other people, so shapes, dtypes and sizes are checked *before*
+any data is read, rows are read one at a time (a 10 GB trajectory costs one row), and
+non-finite values are refused.
+"""
+
+from __future__ import annotations
+
+import os
+import urllib.parse
+from collections.abc import Iterator
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+#: Largest number of values accepted in one row; anything larger is a corrupt or hostile file.
+MAX_ROW_VALUES = 10_000_000
+#: Largest text (model XML) read from a file, in bytes.
+MAX_TEXT_BYTES = 64 * 1024 * 1024
+
+
+class SnapshotError(ValueError):
+    """A snapshot could not be written, read or applied; the message names the reason."""
+
+
+class LayoutMismatch(Exception):
+    """A layout is present but cannot be applied to this model; the restore chain tries the next one."""
+
+
+def open_snapshot(path: str | os.PathLike[str]) -> h5py.File:
+    """Open ``path`` read-only, turning missing, non-HDF5 and corrupt files into ``SnapshotError``."""
+    p = Path(path)
+    if not p.exists():
+        raise SnapshotError(f"snapshot file not found: {p}")
+    if not p.is_file():
+        raise SnapshotError(f"snapshot path is not a regular file: {p}")
+    try:
+        is_hdf5 = h5py.is_hdf5(p)
+    except OSError as exc:
+        raise SnapshotError(f"cannot read snapshot file {p}: {exc}") from None
+    if not is_hdf5:
+        raise SnapshotError(f"not an HDF5 file: {p}")
+    try:
+        return h5py.File(p, "r")
+    except OSError as exc:
+        raise SnapshotError(f"corrupt or truncated HDF5 file {p}: {exc}") from None
+
+
+def resolve_index(index: int, count: int, what: str) -> int:
+    """Map a Python-style (negative from the end) ``index`` onto ``range(count)`` or refuse it."""
+    if count <= 0:
+        raise LayoutMismatch(f"{what} holds no states")
+    if not -count <= index < count:
+        raise SnapshotError(f"index {index} out of range: {what} holds {count} state(s)")
+    return index % count
+
+
+def dataset(group: h5py.Group, name: str) -> h5py.Dataset | None:
+    """The dataset ``name`` in ``group``, None if absent; a non-dataset there is a mismatch."""
+    obj = group.get(name)
+    if obj is None:
+        return None
+    if not isinstance(obj, h5py.Dataset):
+        raise LayoutMismatch(f"{obj.name} is not a dataset")
+    return obj
+
+
+def row_count(ds: h5py.Dataset, row_ndim: int) -> int:
+    """Number of states in ``ds``: 1 if it holds a single row of ``row_ndim`` dims, else its length."""
+    if ds.ndim == row_ndim:
+        return 1
+    if ds.ndim == row_ndim + 1:
+        return int(ds.shape[0])
+    raise LayoutMismatch(f"{ds.name} has shape {ds.shape}, expected {row_ndim} or {row_ndim + 1} dimensions")
+
+
+def read_row(ds: h5py.Dataset, index: int, shape: tuple[int, ...] | None = None) -> np.ndarray:
+    """Read state ``index`` of ``ds`` as finite float64, checking dtype and shape before reading.
+
+    ``ds`` holds either one row (``ndim == len(shape)``) or a stack of rows. ``shape`` None
+    accepts any 1-D row. Raises ``SnapshotError`` for a bad index, ``LayoutMismatch`` otherwise.
+    """
+    row_ndim = 1 if shape is None else len(shape)
+    count = row_count(ds, row_ndim)
+    row_shape = ds.shape if ds.ndim == row_ndim else ds.shape[1:]
+    if shape is not None and tuple(row_shape) != tuple(shape):
+        raise LayoutMismatch(f"{ds.name} rows have shape {tuple(row_shape)}, this model needs {tuple(shape)}")
+    if int(np.prod(row_shape, dtype=np.int64)) > MAX_ROW_VALUES:
+        raise LayoutMismatch(f"{ds.name} declares rows of {row_shape} values, larger than any model")
+    if ds.dtype.kind not in "fiu":
+        raise LayoutMismatch(f"{ds.name} has dtype {ds.dtype}, expected numbers")
+    i = resolve_index(index, count, ds.name)
+    try:
+        data = ds[()] if ds.ndim == row_ndim else ds[i]
+    except (OSError, ValueError) as exc:
+        raise SnapshotError(f"corrupt data in {ds.name}: {exc}") from None
+    out = np.asarray(data, dtype=np.float64)
+    if not np.all(np.isfinite(out)):
+        raise LayoutMismatch(f"{ds.name} state {i} contains NaN or infinite values")
+    return out
+
+
+def read_text(obj: h5py.Dataset | h5py.AttributeManager, name: str | None = None) -> str:
+    """Read a string dataset, or attribute ``name`` of ``obj``, refusing oversized values."""
+    try:
+        if name is None:
+            size = obj.id.get_storage_size()
+            value = obj[()] if size <= MAX_TEXT_BYTES else None
+        else:
+            size = obj.get_id(name).get_storage_size()
+            value = obj[name] if size <= MAX_TEXT_BYTES else None
+    except (OSError, KeyError) as exc:
+        raise LayoutMismatch(f"cannot read text {name or obj.name}: {exc}") from None
+    if value is None:
+        raise LayoutMismatch(f"text {name or obj.name} is {size} bytes, larger than {MAX_TEXT_BYTES}")
+    if isinstance(value, np.ndarray) and value.shape == ():
+        value = value[()]
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, str):
+        return value
+    raise LayoutMismatch(f"{name or obj.name} is not text")
+
+
+def read_names(ds: h5py.Dataset) -> list[str]:
+    """Read a 1-D string dataset (names of joints, bodies, ...)."""
+    if ds.ndim != 1 or ds.dtype.kind not in "OSU" or ds.shape[0] > MAX_ROW_VALUES:
+        raise LayoutMismatch(f"{ds.name} is not a list of names")
+    return [v.decode() if isinstance(v, bytes) else str(v) for v in ds[()]]
+
+
+def walk_datasets(group: h5py.Group) -> Iterator[tuple[tuple[str, ...], h5py.Dataset]]:
+    """Yield (relative key path, dataset) for every dataset below ``group``, in stored order."""
+    for key, obj in group.items():
+        if isinstance(obj, h5py.Group):
+            for sub, ds in walk_datasets(obj):
+                yield (key, *sub), ds
+        elif isinstance(obj, h5py.Dataset):
+            yield (key,), obj
+
+
+def encode_key(name: str) -> str:
+    """HDF5-safe member name for a MuJoCo name ('/' separates HDF5 paths, '.' means 'here')."""
+    escaped = name.replace("%", "%25").replace("/", "%2F")
+    return "%2E" if escaped == "." else escaped
+
+
+def decode_key(key: str) -> str:
+    """Inverse of ``encode_key``."""
+    return urllib.parse.unquote(key)

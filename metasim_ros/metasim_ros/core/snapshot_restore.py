@@ -1,0 +1,185 @@
+"""The restore chain: try each layout in order, apply the first that fits, verify it, or change nothing.
+
+The handler's MjData is copied (``mj_copyData``) before anything is touched and copied back on
+any failure, so a rejected or failed load leaves the simulation bitwise unchanged — derived
+quantities (poses, contacts) included, not only the integration state.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+from typing import Any
+
+import h5py
+import mujoco
+import numpy as np
+
+from .snapshot_format import INTEGRATION_STATE, IntegrationStateStrategy, MetaSimTreeStrategy
+from .snapshot_io import LayoutMismatch, SnapshotError
+from .snapshot_legacy import FlattenedStrategy, InitialStateDataStrategy, PerObjectStrategy
+from .snapshot_plan import Expected, Plan, Strategy
+
+#: In the order they are tried (DESIGN §7).
+STRATEGIES: tuple[Strategy, ...] = (
+    IntegrationStateStrategy(),
+    MetaSimTreeStrategy(),
+    InitialStateDataStrategy(),
+    PerObjectStrategy(),
+    FlattenedStrategy(),
+)
+
+#: Default verification tolerance: radians / metres / (rad|m)/s. Exact layouts reach 0.
+DEFAULT_TOLERANCE = 1e-6
+
+
+@dataclasses.dataclass
+class RestoreReport:
+    """What a load did and how closely the simulation now matches the file.
+
+    ``ok`` is False when a restore was applied but verification exceeded ``tolerance``; the
+    simulation was then rolled back and is unchanged. Body errors are None when the file holds
+    no body poses / velocities for the chosen state.
+    """
+
+    path: str
+    strategy: str
+    index: int
+    count: int
+    env_id: int
+    ok: bool
+    exact: bool  # integration state bitwise equal to the file's
+    max_qpos_error: float
+    max_qvel_error: float
+    max_body_pos_error: float | None
+    max_body_rot_error: float | None
+    max_body_vel_error: float | None
+    tolerance: float
+    tried: list[str] = dataclasses.field(default_factory=list)  # earlier layouts and why they did not fit
+    warnings: list[str] = dataclasses.field(default_factory=list)
+
+    def summary(self) -> str:
+        """One human-readable paragraph (used by the CLI and the ROS service message)."""
+
+        def fmt(v: float | None) -> str:
+            return "n/a" if v is None else f"{v:.3g}"
+
+        head = "restored" if self.ok else "REJECTED (verification exceeded tolerance; simulation unchanged)"
+        lines = [
+            f"{head}: {self.path} state {self.index} of {self.count} -> env {self.env_id} via '{self.strategy}'",
+            f"  bitwise exact: {self.exact}; max error qpos {fmt(self.max_qpos_error)}, "
+            f"qvel {fmt(self.max_qvel_error)}, body pos {fmt(self.max_body_pos_error)} m, "
+            f"body rot {fmt(self.max_body_rot_error)} rad, body vel {fmt(self.max_body_vel_error)} "
+            f"(tolerance {self.tolerance:g})",
+        ]
+        lines += [f"  skipped {t}" for t in self.tried]
+        lines += [f"  warning: {w}" for w in self.warnings]
+        return "\n".join(lines)
+
+
+def restore_from_file(
+    f: h5py.File, handler: Any, index: int, env_id: int, tolerance: float = DEFAULT_TOLERANCE
+) -> RestoreReport:
+    """Run the strategy chain on an open file; see ``load_snapshot``."""
+    if not 0 <= env_id < handler.num_envs:
+        raise SnapshotError(f"env_id {env_id} out of range: the simulation has {handler.num_envs} env(s)")
+    model, data = handler.model, handler.datas[env_id]
+    backup = copy.copy(data)
+    tried: list[str] = []
+    try:
+        for strategy in STRATEGIES:
+            try:
+                plan = strategy.plan(f, handler, index, env_id)
+                if plan is None:
+                    continue
+                plan.apply()
+            except LayoutMismatch as exc:
+                mujoco.mj_copyData(data, model, backup)
+                tried.append(f"{strategy.name}: {exc}")
+                continue
+            except (OSError, KeyError) as exc:
+                raise SnapshotError(f"corrupt snapshot {f.filename} ({strategy.name}): {exc}") from None
+            mujoco.mj_forward(model, data)
+            report = _verify(model, data, plan, tolerance)
+            report.path, report.env_id, report.tried = str(f.filename), env_id, tried
+            if not report.ok:
+                mujoco.mj_copyData(data, model, backup)
+            return report
+    except BaseException:
+        mujoco.mj_copyData(data, model, backup)
+        raise
+    if not tried:
+        raise SnapshotError(f"no known snapshot layout in {f.filename} (found: {_top_level(f)})")
+    raise SnapshotError(f"no layout in {f.filename} fits this model: " + "; ".join(tried))
+
+
+def _top_level(f: h5py.File) -> str:
+    names = list(f.keys())[:8]
+    return ", ".join(names) if names else "an empty file"
+
+
+def _verify(model: mujoco.MjModel, data: mujoco.MjData, plan: Plan, tolerance: float) -> RestoreReport:
+    """Compare the simulation after mj_forward with what the file holds."""
+    exp: Expected = plan.expected
+    qpos_err = _max_err(data.qpos, exp.qpos, model.jnt_qposadr)
+    qvel_err = _max_err(data.qvel, exp.qvel, model.jnt_dofadr)
+    pos_err = max((float(np.max(np.abs(data.xpos[b] - p))) for b, p in exp.body_pos.items()), default=None)
+    rot_err = max((_angle(data.xquat[b], q) for b, q in exp.body_quat.items()), default=None)
+    vel_err = max((_vel_err(model, data, b, v) for b, v in exp.body_vel.items()), default=None)
+    exact = False
+    if exp.integration is not None:
+        now = np.empty(mujoco.mj_stateSize(model, INTEGRATION_STATE))
+        mujoco.mj_getState(model, data, now, INTEGRATION_STATE)
+        exact = now.tobytes() == exp.integration.tobytes()
+    errors = [e for e in (qpos_err, qvel_err, pos_err, rot_err, vel_err) if e is not None]
+    ok = all(e <= tolerance for e in errors)
+    warnings = list(plan.warnings)
+    if not ok:
+        warnings.append(f"verification failed: largest error {max(errors):.3g} > tolerance {tolerance:g}")
+    return RestoreReport(
+        path="",
+        strategy=plan.strategy,
+        index=plan.index,
+        count=plan.count,
+        env_id=-1,
+        ok=ok,
+        exact=exact,
+        max_qpos_error=qpos_err,
+        max_qvel_error=qvel_err,
+        max_body_pos_error=pos_err,
+        max_body_rot_error=rot_err,
+        max_body_vel_error=vel_err,
+        tolerance=tolerance,
+        warnings=warnings,
+    )
+
+
+def _max_err(actual: np.ndarray, expected: dict[int, np.ndarray], adr: np.ndarray) -> float:
+    """Largest |actual - expected| over per-joint slices starting at ``adr[j]``."""
+    err = 0.0
+    for j, v in expected.items():
+        a = int(adr[j])
+        err = max(err, float(np.max(np.abs(actual[a : a + len(v)] - v), initial=0.0)))
+    return err
+
+
+def _angle(qa: np.ndarray, qb: np.ndarray) -> float:
+    """Rotation angle between two unit quaternions (MuJoCo's own quaternion difference)."""
+    res = np.empty(3)
+    mujoco.mju_subQuat(res, np.asarray(qa, dtype=np.float64), np.asarray(qb, dtype=np.float64))
+    return float(np.linalg.norm(res))
+
+
+def _vel_err(model: mujoco.MjModel, data: mujoco.MjData, body: int, expected: np.ndarray) -> float:
+    """Error of a body's world-frame [angular, linear] velocity at its origin."""
+    res = np.empty(6)
+    mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_BODY, body, res, 0)
+    return float(np.max(np.abs(res - expected)))
+
+
+def check_tolerance(tolerance: float) -> float:
+    """Refuse tolerances that would make verification meaningless."""
+    if not (math.isfinite(tolerance) and tolerance >= 0):
+        raise SnapshotError(f"tolerance must be a finite number >= 0, got {tolerance}")
+    return tolerance
