@@ -96,13 +96,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return args.run(args)
-    except (SnapshotError, StateValidationError, ValueError, OSError) as exc:
-        message = " ".join(str(exc).split())
-        print(f"metasim-snapshot: error: {message}", file=sys.stderr)
-        return 1
     except KeyboardInterrupt:
         print("metasim-snapshot: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # a CLI reports, it does not dump tracebacks (scene parse errors, I/O, ...)
+        known = isinstance(exc, (SnapshotError, StateValidationError, OSError))
+        message = " ".join(str(exc).split()) or type(exc).__name__
+        print(f"metasim-snapshot: error: {message if known else f'{type(exc).__name__}: {message}'}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

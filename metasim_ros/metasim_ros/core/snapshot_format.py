@@ -138,19 +138,19 @@ def _chunks(shape: tuple[int, ...]) -> tuple[int, ...] | None:
 
 
 def _trees(handler: Any, env_id: int, rows: np.ndarray | None, progress: bool) -> list[dict]:
-    """MetaSim states (render off) for each row, computed by the handler itself.
+    """MetaSim states (render off) for each row, or for the current state, computed by the handler.
 
-    Rows are loaded into the env one at a time; its MjData is copied back afterwards, so
-    saving never disturbs the running simulation.
+    Each state is loaded and ``mj_forward``-ed first: after ``mj_step`` the derived poses still
+    describe the previous step, and the tree must match the integration state stored beside it.
+    The env's MjData is copied back afterwards, so saving never disturbs the simulation.
     """
-    if rows is None:
-        return handler.get_states([env_id], render=False)
     model, data = handler.model, handler.datas[env_id]
     backup = copy.copy(data)
     out = []
     try:
-        for row in tqdm(rows, desc="state tree", unit="step", disable=not progress, leave=False):
-            mujoco.mj_setState(model, data, row, INTEGRATION_STATE)
+        for row in tqdm([None] if rows is None else rows, desc="state tree", unit="step", disable=not progress, leave=False):
+            if row is not None:
+                mujoco.mj_setState(model, data, row, INTEGRATION_STATE)
             mujoco.mj_forward(model, data)
             out.append(handler.get_states([env_id], render=False)[0])
     finally:

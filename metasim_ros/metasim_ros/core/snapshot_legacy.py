@@ -29,7 +29,8 @@ from .snapshot_io import LayoutMismatch, dataset, read_row, read_text, resolve_i
 from .snapshot_plan import Expected, Plan, dof_width, joint_dof_slice, joint_qpos_slice, qpos_width
 
 Assignments = dict[int, tuple[np.ndarray, np.ndarray | None]]
-_ONE_DOF = (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE)
+# ints: in MuJoCo 4 `numpy int in (enum, ...)` is False (the enum side of == does not know numpy)
+_ONE_DOF = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
 
 
 def _assignment_plan(
@@ -161,7 +162,7 @@ class PerObjectStrategy:
                     warnings.append(f"'{key}': this scene has {len(robots)} robot(s); skipped")
                     continue
                 info = robots[i]
-                joints = [j for j in info.joint_ids if model.jnt_type[j] in _ONE_DOF]
+                joints = [j for j in info.joint_ids if int(model.jnt_type[j]) in _ONE_DOF]
                 parts = [(found[key], found.get(f"robot{i}_joint_vel"))]
                 gripper = found.get(f"robot{i}_gripper_qpos")
                 if gripper is not None and _width(found[key]) < len(joints):
