@@ -1,0 +1,126 @@
+"""Loading a scene (MJCF or URDF) and finding its models, robots and cameras.
+
+A *model* is a direct child body of <worldbody> with its subtree; a *robot* is a
+model that owns an actuator, unless the caller names the robots explicitly.
+"""
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import mujoco
+import numpy as np
+
+from metasim_ros.scenes import default_scene_path
+
+_FREE = mujoco.mjtJoint.mjJNT_FREE
+_TRN = mujoco.mjtTrn
+_WRAP_JOINT = mujoco.mjtWrap.mjWRAP_JOINT
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """One model of the scene; names are MuJoCo names (synthesised when empty)."""
+
+    name: str
+    kind: str                      # "object" | "robot"
+    root_body: int                 # body id of the model root (direct child of world)
+    free: bool                     # the root body has a free joint
+    bodies: tuple[str, ...]        # root first, in model order
+    joints: tuple[str, ...]        # every joint but the root free joint, model order
+    body_ids: tuple[int, ...]
+    joint_ids: tuple[int, ...]
+    free_joint: int                # joint id of the root free joint, -1 if none
+
+
+@dataclass(frozen=True)
+class LoadedScene:
+    model: mujoco.MjModel
+    xml: str                       # MJCF text the model compiles from
+    path: str | None
+
+
+def load_scene(scene: str | None) -> LoadedScene:
+    """Compile `scene`: None → embedded default, '<...' → MJCF text, else a file path.
+
+    URDF files go through MjSpec; `xml` is then the MJCF MuJoCo writes for them.
+    """
+    if scene is None:
+        scene = default_scene_path()
+    if scene.lstrip().startswith("<"):
+        return LoadedScene(mujoco.MjModel.from_xml_string(scene), scene, None)
+    path = str(Path(scene).expanduser().resolve())
+    text = Path(path).read_text()
+    if ET.fromstring(text).tag == "robot":
+        spec = mujoco.MjSpec.from_file(path)
+        return LoadedScene(spec.compile(), spec.to_xml(), path)
+    return LoadedScene(mujoco.MjModel.from_xml_path(path), text, path)
+
+
+def object_name(model: mujoco.MjModel, objtype: mujoco.mjtObj, objid: int) -> str:
+    """MuJoCo name, or '<type><id>' (e.g. 'body3') for unnamed elements."""
+    name = mujoco.mj_id2name(model, objtype, objid)
+    return name if name else f"{objtype.name[6:].lower()}{objid}"
+
+
+def names(model: mujoco.MjModel, objtype: mujoco.mjtObj, count: int) -> list[str]:
+    """All names of one element type, in id order, checked unique."""
+    out = [object_name(model, objtype, i) for i in range(count)]
+    if len(set(out)) != len(out):
+        dup = sorted({n for n in out if out.count(n) > 1})
+        raise ValueError(f"duplicate {objtype.name[6:].lower()} names {dup}; name them in the scene")
+    return out
+
+
+def _actuated_roots(model: mujoco.MjModel) -> set[int]:
+    """Root body ids of the models that own at least one actuator."""
+    roots: set[int] = set()
+    for a in range(model.nu):
+        trn, target = int(model.actuator_trntype[a]), model.actuator_trnid[a, 0]
+        if trn in (int(_TRN.mjTRN_JOINT), int(_TRN.mjTRN_JOINTINPARENT)):
+            body = model.jnt_bodyid[target]
+        elif trn in (int(_TRN.mjTRN_SITE), int(_TRN.mjTRN_SLIDERCRANK)):
+            body = model.site_bodyid[target]
+        elif trn == _TRN.mjTRN_BODY:
+            body = target
+        elif trn == _TRN.mjTRN_TENDON:
+            adr = model.tendon_adr[target]
+            obj = model.wrap_objid[adr]
+            body = model.jnt_bodyid[obj] if model.wrap_type[adr] == _WRAP_JOINT else model.site_bodyid[obj]
+        else:
+            continue
+        roots.add(int(model.body_rootid[body]))
+    return roots
+
+
+def find_models(model: mujoco.MjModel, robots: Sequence[str] | None = None) -> list[ModelInfo]:
+    """Every direct child of the world body as a ModelInfo, in body order.
+
+    `robots` None: robots are the models owning actuators; otherwise exactly those named.
+    """
+    body_names = names(model, mujoco.mjtObj.mjOBJ_BODY, model.nbody)
+    joint_names = names(model, mujoco.mjtObj.mjOBJ_JOINT, model.njnt)
+    roots = [b for b in range(1, model.nbody) if model.body_parentid[b] == 0]
+    root_names = {body_names[r] for r in roots}
+    if robots is not None:
+        unknown = [r for r in robots if r not in root_names]
+        if unknown:
+            raise ValueError(f"robots {unknown} are not models of the scene (models: {sorted(root_names)})")
+        robot_roots = {r for r in roots if body_names[r] in set(robots)}
+    else:
+        robot_roots = _actuated_roots(model)
+    infos = []
+    for r in roots:
+        bodies = np.flatnonzero(model.body_rootid == r)
+        joints = np.flatnonzero(np.isin(model.jnt_bodyid, bodies))
+        free = int(model.body_jntnum[r]) == 1 and model.jnt_type[model.body_jntadr[r]] == _FREE
+        free_joint = int(model.body_jntadr[r]) if free else -1
+        joints = [int(j) for j in joints if j != free_joint]
+        infos.append(ModelInfo(
+            name=body_names[r], kind="robot" if r in robot_roots else "object", root_body=r,
+            free=bool(free), bodies=tuple(body_names[b] for b in bodies),
+            joints=tuple(joint_names[j] for j in joints), body_ids=tuple(int(b) for b in bodies),
+            joint_ids=tuple(joints), free_joint=free_joint))
+    return infos

@@ -1,0 +1,256 @@
+"""Turning a (partial) state request into checked writes, then applying them.
+
+Validation builds a plan per environment without touching MjData; only when every
+environment's plan is valid does the handler apply them, so a rejection changes nothing.
+
+What is written and what is checked:
+- free root: pos/rot/vel/ang_vel go to the free joint (ang_vel converted to MuJoCo's
+  body-local qvel; an ang_vel and rot both bit-identical to the current ones keep qvel
+  as it is, so get -> set is exact);
+- dof_pos/dof_vel of any joint but the root free joint, and robot targets, are written;
+- derived values - the root pose/velocity of a model without a free joint and every
+  `body` entry - follow from the joints: they are accepted when they agree with what the
+  requested joints produce (within `tolerance`) and rejected otherwise;
+- camera entries are observations: names and keys are checked, values ignored.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import mujoco
+import numpy as np
+
+from metasim_ros.core.actuation import JointTargets
+from metasim_ros.core.errors import StateValidationError
+from metasim_ros.core.state import (BODY_KEYS, CAMERA_KEYS, MODEL_KEYS, ROBOT_KEYS, SECTIONS,
+                                    TARGET_KEYS, as_array, as_mapping, as_quat, as_scalar)
+from metasim_ros.core.state_reader import ModelLayout, StateReader
+
+_ONE_DOF = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+_BALL = int(mujoco.mjtJoint.mjJNT_BALL)
+
+
+@dataclass
+class Plan:
+    """The writes and checks one environment's request amounts to."""
+
+    env: int
+    data: mujoco.MjData
+    qpos: np.ndarray | None = None          # full new vector, when any entry changes
+    qvel: np.ndarray | None = None
+    pos_target: dict[int, float] = field(default_factory=dict)
+    vel_target: dict[int, float] = field(default_factory=dict)
+    checks: list[tuple[str, str, int, np.ndarray]] = field(default_factory=list)  # key, quantity, body row, value
+
+    def new_qpos(self) -> np.ndarray:
+        if self.qpos is None:
+            self.qpos = self.data.qpos.copy()
+        return self.qpos
+
+    def new_qvel(self) -> np.ndarray:
+        if self.qvel is None:
+            self.qvel = self.data.qvel.copy()
+        return self.qvel
+
+    @property
+    def writes(self) -> bool:
+        return self.qpos is not None or self.qvel is not None or bool(self.pos_target or self.vel_target)
+
+
+def _check(key: str, name: Any, known: Mapping | Sequence, what: str) -> None:
+    if not isinstance(name, str):
+        raise StateValidationError(key, f"{what} names must be strings, got {type(name).__name__}")
+    if name not in known:
+        raise StateValidationError(f"{key}.{name}", f"unknown {what}")
+
+
+class StateWriter:
+    """Validates requests into Plans and applies them to MjData."""
+
+    def __init__(self, model: mujoco.MjModel, reader: StateReader, targets: JointTargets,
+                 camera_names: Sequence[str], tolerance: float) -> None:
+        self._model = model
+        self._reader = reader
+        self._targets = targets
+        self._cameras = set(camera_names)
+        self.tolerance = tolerance
+        self._layouts = {lay.info.name: lay for lay in reader.layouts}
+        self._joints = {lay.info.name: dict(zip(lay.info.joints, lay.info.joint_ids)) for lay in reader.layouts}
+        self._body_rows = {lay.info.name: {b: lay.rows.start + i for i, b in enumerate(lay.info.bodies)}
+                           for lay in reader.layouts}
+        self._scratch = mujoco.MjData(model)
+
+    # -- validation ----------------------------------------------------------------
+    def plan_state(self, env: int, data: mujoco.MjData, state: Any) -> Plan:
+        plan = Plan(env, data)
+        state = as_mapping(state, "")
+        for section, entries in state.items():
+            _check("", section, SECTIONS, "section (expected objects, robots, cameras)")
+            entries = as_mapping(entries, section)
+            for name, entry in entries.items():
+                if section == "cameras":
+                    self._plan_camera(f"{section}.{name}" if isinstance(name, str) else section, name, entry)
+                else:
+                    lay = self._layout(section, name)
+                    self._plan_model(plan, f"{section}.{name}", lay, as_mapping(entry, f"{section}.{name}"))
+        return plan
+
+    def plan_action(self, env: int, data: mujoco.MjData, action: Any) -> Plan:
+        """Targets only: {robot: {dof_pos_target: {...}, dof_vel_target: {...}}} or {"robots": {...}}."""
+        plan = Plan(env, data)
+        action = as_mapping(action, "")
+        prefix = ""
+        if set(action) == {"robots"} and "robots" not in self._layouts:
+            action, prefix = as_mapping(action["robots"], "robots"), "robots."
+        for name, entry in action.items():
+            lay = self._layout("robots", name, prefix)
+            key = f"{prefix}{name}"
+            for k, v in as_mapping(entry, key).items():
+                _check(key, k, TARGET_KEYS, "action key (expected dof_pos_target, dof_vel_target)")
+                self._plan_targets(plan, f"{key}.{k}", lay, k, v)
+        return plan
+
+    def _layout(self, section: str, name: Any, prefix: str | None = None) -> ModelLayout:
+        prefix = f"{section}." if prefix is None else prefix
+        _check(prefix.rstrip("."), name, self._layouts, "model")
+        lay = self._layouts[name]
+        if lay.section != section:
+            raise StateValidationError(f"{prefix}{name}", f"is {'a robot' if lay.section == 'robots' else 'an object'}, "
+                                       f"give it under {lay.section}")
+        return lay
+
+    def _plan_camera(self, key: str, name: Any, entry: Any) -> None:
+        _check("cameras", name, self._cameras, "camera")
+        for k in as_mapping(entry, key):
+            _check(key, k, CAMERA_KEYS, "camera key")
+
+    def _plan_model(self, plan: Plan, key: str, lay: ModelLayout, entry: Mapping) -> None:
+        allowed = ROBOT_KEYS if lay.section == "robots" else MODEL_KEYS
+        for k in entry:
+            _check(key, k, allowed, f"key of {lay.section[:-1]} (expected one of {', '.join(allowed)})")
+        if lay.info.free:
+            self._plan_free_root(plan, key, lay, entry)
+        else:
+            for k in BODY_KEYS:
+                if k in entry:
+                    self._plan_check(plan, f"{key}.{k}", k, lay.root_row, entry[k])
+        if "dof_pos" in entry:
+            self._plan_dofs(plan, f"{key}.dof_pos", lay, entry["dof_pos"], velocity=False)
+        if "dof_vel" in entry:
+            self._plan_dofs(plan, f"{key}.dof_vel", lay, entry["dof_vel"], velocity=True)
+        if "body" in entry:
+            rows = self._body_rows[lay.info.name]
+            for body, values in as_mapping(entry["body"], f"{key}.body").items():
+                _check(f"{key}.body", body, rows, f"body of {lay.info.name}")
+                bkey = f"{key}.body.{body}"
+                for k, v in as_mapping(values, bkey).items():
+                    _check(bkey, k, BODY_KEYS, "body key (expected pos, rot, vel, ang_vel)")
+                    self._plan_check(plan, f"{bkey}.{k}", k, rows[body], v)
+        for k in TARGET_KEYS:
+            if k in entry:
+                self._plan_targets(plan, f"{key}.{k}", lay, k, entry[k])
+
+    def _plan_check(self, plan: Plan, key: str, quantity: str, row: int, value: Any) -> None:
+        arr = as_quat(value, key) if quantity == "rot" else as_array(value, (3,), key)
+        plan.checks.append((key, quantity, row, arr))
+
+    def _plan_free_root(self, plan: Plan, key: str, lay: ModelLayout, entry: Mapping) -> None:
+        qa = self._reader.free_qpos[lay.root]
+        da = self._reader.free_qvel[lay.root]
+        if "pos" in entry:
+            plan.new_qpos()[qa[:3]] = as_array(entry["pos"], (3,), f"{key}.pos")
+        if "rot" in entry:
+            plan.new_qpos()[qa[3:]] = as_quat(entry["rot"], f"{key}.rot")
+        if "vel" in entry:
+            plan.new_qvel()[da[:3]] = as_array(entry["vel"], (3,), f"{key}.vel")
+        if "ang_vel" in entry:
+            w = as_array(entry["ang_vel"], (3,), f"{key}.ang_vel")
+            data = plan.data
+            quat = (data.qpos if plan.qpos is None else plan.qpos)[qa[3:]]
+            current = self._reader.free_root_ang_vel(data, data.qvel[self._reader.free_qvel])[lay.root]
+            if not (np.array_equal(quat, data.qpos[qa[3:]]) and np.array_equal(w, current)):
+                unit = quat / np.linalg.norm(quat)
+                rot = np.empty(9)
+                mujoco.mju_quat2Mat(rot, unit)
+                plan.new_qvel()[da[3:]] = rot.reshape(3, 3).T @ w
+
+    def _plan_dofs(self, plan: Plan, key: str, lay: ModelLayout, values: Any, velocity: bool) -> None:
+        joints = self._joints[lay.info.name]
+        m = self._model
+        for name, value in as_mapping(values, key).items():
+            _check(key, name, joints, f"joint of {lay.info.name}")
+            jid, jkey = joints[name], f"{key}.{name}"
+            jtype = int(m.jnt_type[jid])
+            if velocity:
+                width = 1 if jtype in _ONE_DOF else (3 if jtype == _BALL else 6)
+                adr = m.jnt_dofadr[jid]
+                plan.new_qvel()[adr:adr + width] = (as_scalar(value, jkey) if width == 1
+                                                    else as_array(value, (width,), jkey))
+                continue
+            adr = m.jnt_qposadr[jid]
+            if jtype in _ONE_DOF:
+                plan.new_qpos()[adr] = as_scalar(value, jkey)
+            elif jtype == _BALL:
+                plan.new_qpos()[adr:adr + 4] = as_quat(value, jkey)
+            else:  # a free joint below the root: [x, y, z, qw, qx, qy, qz]
+                arr = as_array(value, (7,), jkey)
+                plan.new_qpos()[adr:adr + 7] = np.concatenate([arr[:3], as_quat(arr[3:], jkey)])
+
+    def _plan_targets(self, plan: Plan, key: str, lay: ModelLayout, which: str, values: Any) -> None:
+        index, names = self._targets.index, self._targets.names[lay.targets]
+        dest = plan.pos_target if which == "dof_pos_target" else plan.vel_target
+        for name, value in as_mapping(values, key).items():
+            if isinstance(name, str) and name in self._joints[lay.info.name] and name not in names:
+                raise StateValidationError(f"{key}.{name}", "joint has no target (not driven by a "
+                                           "position servo or motor)")
+            _check(key, name, names, f"target joint of {lay.info.name}")
+            dest[index[name]] = as_scalar(value, f"{key}.{name}")
+
+    def check_derived(self, plan: Plan) -> None:
+        """Compare the derived values a request gives with what its joints produce."""
+        if not plan.checks:
+            return
+        s, d, m = self._scratch, plan.data, self._model  # scratch: never a live environment
+        s.qpos[:] = d.qpos if plan.qpos is None else plan.qpos
+        s.qvel[:] = d.qvel if plan.qvel is None else plan.qvel
+        s.mocap_pos[:] = d.mocap_pos
+        s.mocap_quat[:] = d.mocap_quat
+        mujoco.mj_kinematics(m, s)
+        mujoco.mj_comPos(m, s)
+        mujoco.mj_comVel(m, s)
+        pos, quat, vel, ang = self._reader.bodies(s)
+        actual = {"pos": pos, "rot": quat, "vel": vel, "ang_vel": ang}
+        for key, quantity, row, value in plan.checks:
+            have = actual[quantity][row]
+            if quantity == "rot":
+                err = 2 * float(np.arccos(min(1.0, abs(float(have @ value)))))
+            else:
+                err = float(np.abs(have - value).max())
+            if err > self.tolerance:
+                raise StateValidationError(key, f"read-only (follows from the joints): differs by {err:.3g} "
+                                           f"from {np.round(have, 6).tolist()} (tolerance {self.tolerance})")
+
+    # -- applying ------------------------------------------------------------------
+    def apply(self, plan: Plan) -> None:
+        """Write a validated plan, then mj_forward so every derived quantity agrees."""
+        if not plan.writes:
+            return
+        d = plan.data
+        if plan.qpos is not None:
+            d.qpos[:] = plan.qpos
+        if plan.qvel is not None:
+            d.qvel[:] = plan.qvel
+        self.apply_targets(plan)
+        mujoco.mj_forward(self._model, d)
+
+    def apply_targets(self, plan: Plan) -> None:
+        """Store the plan's targets; position servos get their new ctrl at once."""
+        t, env = self._targets, plan.env
+        for i, v in plan.pos_target.items():
+            t.pos[env, i] = v
+        for i, v in plan.vel_target.items():
+            t.vel[env, i] = v
+        changed = np.fromiter({*plan.pos_target, *plan.vel_target}, dtype=np.intp)
+        t.write_servos(env, plan.data, changed)

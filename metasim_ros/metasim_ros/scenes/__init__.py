@@ -1,0 +1,11 @@
+"""Scenes shipped inside the package, so the node runs without any download."""
+from __future__ import annotations
+
+from pathlib import Path
+
+_HERE = Path(__file__).resolve().parent
+
+
+def default_scene_path() -> str:
+    """Path of the embedded default MJCF scene (franka, cube, box, table, camera0)."""
+    return str(_HERE / "default.xml")
