@@ -28,6 +28,8 @@ class PhysicsLoop:
     def __init__(self, handler: Steppable, real_time_factor: float = 1.0,
                  on_steps: Callable[[int], None] | None = None) -> None:
         self.handler = handler
+        self._wake = threading.Event()
+        self._resync = True
         self._rtf = 0.0
         self.real_time_factor = real_time_factor
         self._on_steps = on_steps
@@ -39,7 +41,6 @@ class PhysicsLoop:
         self._running = threading.Event()   # set = physics advances on its own
         self._running.set()
         self._stop = threading.Event()
-        self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self.steps_taken = 0
 

@@ -1,17 +1,105 @@
-"""Core state <-> ROS messages. Messages are preallocated and refilled: building
-geometry/sensor messages in Python costs microseconds each, on every publish."""
+"""Core state <-> ROS messages.
+
+Publishing messages are preallocated and refilled: building geometry/sensor messages
+in Python costs microseconds each, on every publish.
+
+Partial states in SetStates (metasim_msgs has no "unset" flags, so values say it):
+- a ModelState sets its root pose and twist only when pose.orientation is not the zero
+  quaternion (0,0,0,0); fixed-base models accept only their current pose;
+- a JointState sets position / velocity / position_target / velocity_target where the
+  array is non-empty; effort and errors are outputs and ignored;
+- link_states are outputs (they follow from the joints) and are ignored.
+So a GetStates response sent back as a SetStates request restores exactly that state.
+"""
 from __future__ import annotations
 
+from array import array
+from typing import Iterable
+
+import numpy as np
 from builtin_interfaces.msg import Time
+from geometry_msgs.msg import Pose, Twist
+from metasim_msgs.msg import JointState as MsJointState
+from metasim_msgs.msg import LinkState, ModelState, WorldState
 from sensor_msgs.msg import JointState
 
+from metasim_ros.core.errors import StateValidationError
 from metasim_ros.core.robot_joints import RobotJointArrays
+
+_ONE_DOF = (MsJointState.SLIDE, MsJointState.HINGE)
 
 
 def stamp(sim_time: float) -> Time:
     """Sim time in seconds -> builtin_interfaces/Time (nanosecond resolution)."""
     ns = round(sim_time * 1e9)
     return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+
+
+def seconds(t: Time) -> float:
+    return t.sec + t.nanosec * 1e-9
+
+
+# -- core -> messages ---------------------------------------------------------------
+def doubles(values: np.ndarray) -> array:
+    """float64[] field value from a numpy array (one copy, no per-element checks)."""
+    return array("d", np.ascontiguousarray(values, dtype=np.float64).tobytes())
+
+
+def fill_pose(pose: Pose, pos: np.ndarray, rot: np.ndarray) -> None:
+    p, o = pose.position, pose.orientation
+    p.x, p.y, p.z = float(pos[0]), float(pos[1]), float(pos[2])
+    o.w, o.x, o.y, o.z = float(rot[0]), float(rot[1]), float(rot[2]), float(rot[3])
+
+
+def fill_twist(twist: Twist, vel: np.ndarray, ang_vel: np.ndarray) -> None:
+    l, a = twist.linear, twist.angular
+    l.x, l.y, l.z = float(vel[0]), float(vel[1]), float(vel[2])
+    a.x, a.y, a.z = float(ang_vel[0]), float(ang_vel[1]), float(ang_vel[2])
+
+
+class WorldStateFiller:
+    """Builds one WorldState message per environment once, then refills it."""
+
+    def __init__(self, handler, world_frame: str = "world") -> None:
+        self._handler = handler
+        self._world_frame = world_frame
+        self._msgs: dict[int, WorldState] = {}
+
+    def _build(self, env_id: int) -> WorldState:
+        msg = WorldState(env_id=env_id)
+        msg.header.frame_id = self._world_frame
+        readings = {r.name: r for r in self._handler.joint_states(env_id)}
+        for info in self._handler.models:
+            msg.model_states.append(ModelState(
+                name=info.name,
+                kind=ModelState.ROBOT if info.kind == "robot" else ModelState.OBJECT,
+                reference_frame=self._world_frame,
+                link_states=[LinkState(name=b) for b in info.bodies],
+                joint_states=[MsJointState(name=j, type=readings[j].type) for j in info.joints]))
+        return msg
+
+    def fill(self, env_id: int, state: dict, readings: Iterable) -> WorldState:
+        """state: the env's core state (render off); readings: its joint_states()."""
+        msg = self._msgs.get(env_id) or self._msgs.setdefault(env_id, self._build(env_id))
+        msg.header.stamp = stamp(self._handler.datas[env_id].time)
+        by_name = {r.name: r for r in readings}
+        for ms, info in zip(msg.model_states, self._handler.models):
+            m = state["robots" if info.kind == "robot" else "objects"][info.name]
+            fill_pose(ms.pose, m["pos"], m["rot"])
+            fill_twist(ms.twist, m["vel"], m["ang_vel"])
+            for ls in ms.link_states:
+                b = m["body"][ls.name]
+                fill_pose(ls.pose, b["pos"], b["rot"])
+                fill_twist(ls.twist, b["vel"], b["ang_vel"])
+            for js in ms.joint_states:
+                r = by_name[js.name]
+                js.position, js.velocity = doubles(r.position), doubles(r.velocity)
+                js.effort = doubles(r.effort)
+                js.position_target = doubles(r.position_target)
+                js.velocity_target = doubles(r.velocity_target)
+                js.position_error = doubles(r.position_error)
+                js.velocity_error = doubles(r.velocity_error)
+        return msg
 
 
 class JointStateFiller:
@@ -28,3 +116,71 @@ class JointStateFiller:
         self.msg.header.stamp = stamp(data.time)
         self.msg.position, self.msg.velocity, self.msg.effort = self._arrays.read(data)
         return self.msg
+
+
+# -- messages -> core ---------------------------------------------------------------
+def _pose_given(pose: Pose) -> bool:
+    o = pose.orientation
+    return (o.w, o.x, o.y, o.z) != (0.0, 0.0, 0.0, 0.0)
+
+
+def world_to_states(handler, worlds: list[WorldState]) -> tuple[list[dict], list[int]]:
+    """SetStates request -> (partial core states, env ids). Raises StateValidationError."""
+    kinds = {m.name: m.kind for m in handler.models}
+    env_ids: list[int] = []
+    states: list[dict] = []
+    for w_index, world in enumerate(worlds):
+        if world.env_id >= handler.num_envs:
+            raise StateValidationError(f"states[{w_index}].env_id",
+                                       f"no environment {world.env_id} (num_envs={handler.num_envs})")
+        if world.env_id in env_ids:
+            raise StateValidationError(f"states[{w_index}].env_id", f"environment {world.env_id} given twice")
+        env_ids.append(world.env_id)
+        state: dict = {"objects": {}, "robots": {}}
+        for ms in world.model_states:
+            if ms.name not in kinds:
+                raise StateValidationError(f"models.{ms.name}", "unknown model")
+            if ms.reference_frame not in ("", "world"):
+                raise StateValidationError(f"models.{ms.name}.reference_frame",
+                                           f"only 'world' is supported, got {ms.reference_frame!r}")
+            section = "robots" if kinds[ms.name] == "robot" else "objects"
+            m: dict = state[section].setdefault(ms.name, {})
+            if _pose_given(ms.pose):
+                p, o = ms.pose.position, ms.pose.orientation
+                t = ms.twist
+                m["pos"] = [p.x, p.y, p.z]
+                m["rot"] = [o.w, o.x, o.y, o.z]
+                m["vel"] = [t.linear.x, t.linear.y, t.linear.z]
+                m["ang_vel"] = [t.angular.x, t.angular.y, t.angular.z]
+            for js in ms.joint_states:
+                one = js.type in _ONE_DOF
+                for field, key in (("position", "dof_pos"), ("velocity", "dof_vel"),
+                                   ("position_target", "dof_pos_target"),
+                                   ("velocity_target", "dof_vel_target")):
+                    values = getattr(js, field)
+                    if len(values) == 0:
+                        continue
+                    if key.endswith("_target") and section != "robots":
+                        raise StateValidationError(f"{section}.{ms.name}.{key}.{js.name}",
+                                                   "only robots have joint targets")
+                    arr = np.asarray(values, dtype=np.float64)
+                    m.setdefault(key, {})[js.name] = float(arr[0]) if one and arr.size == 1 else arr
+        states.append(state)
+    return states, env_ids
+
+
+def targets_from_joint_state(msg: JointState, robots_by_joint: dict[str, str]) -> dict:
+    """~/joint_targets message -> partial core state {"robots": {r: {dof_*_target}}}."""
+    if len(msg.position) not in (0, len(msg.name)) or len(msg.velocity) not in (0, len(msg.name)):
+        raise StateValidationError("joint_targets", f"{len(msg.name)} names but "
+                                   f"{len(msg.position)} positions and {len(msg.velocity)} velocities")
+    robots: dict = {}
+    for i, name in enumerate(msg.name):
+        if name not in robots_by_joint:
+            raise StateValidationError(f"joint_targets.{name}", "unknown robot joint")
+        r = robots.setdefault(robots_by_joint[name], {})
+        if msg.position:
+            r.setdefault("dof_pos_target", {})[name] = float(msg.position[i])
+        if msg.velocity:
+            r.setdefault("dof_vel_target", {})[name] = float(msg.velocity[i])
+    return {"robots": robots}

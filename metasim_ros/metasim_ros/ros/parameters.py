@@ -1,46 +1,87 @@
 """Node parameters: declared once with descriptions and checks, read into a dataclass."""
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+import os
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, Callable
 
-from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rcl_interfaces.msg import ParameterDescriptor, ParameterType, SetParametersResult
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+
+
+def _default_snapshot_dir() -> str:
+    home = os.environ.get("ROS_HOME") or os.path.join(os.path.expanduser("~"), ".ros")
+    return os.path.join(home, "metasim_snapshots")
 
 
 @dataclass
 class SimParameters:
     scene: str = ""
+    num_envs: int = 1
+    robots: list[str] = field(default_factory=list)
+    paused: bool = False
     real_time_factor: float = 1.0
     clock_rate: float = 100.0
     joint_state_rate: float = 50.0
+    world_state_rate: float = 30.0
+    tf_rate: float = 30.0
+    camera_rate: float = 15.0
+    camera_width: int = 640
+    camera_height: int = 480
+    render_quality: str = "fast"
+    frame_prefix: str = ""
+    snapshot_dir: str = field(default_factory=_default_snapshot_dir)
 
 
 _DESCRIPTIONS = {
     "scene": "MJCF or URDF file to simulate; empty = the embedded default scene",
+    "num_envs": "number of independent environments (world_state and services address each by env_id)",
+    "robots": "model names to treat as robots; empty = every model with actuators",
+    "paused": "start paused (advance with the step service or resume with ~/pause)",
     "real_time_factor": "sim seconds per wall second; 0 = as fast as possible",
-    "clock_rate": "Hz (wall clock) at which /clock is published",
-    "joint_state_rate": "Hz (wall clock) at which joint_states is published",
+    "clock_rate": "Hz (wall clock) of /clock",
+    "joint_state_rate": "Hz (wall clock) of joint_states",
+    "world_state_rate": "Hz (wall clock) of ~/world_state",
+    "tf_rate": "Hz (wall clock) of /tf",
+    "camera_rate": "Hz (wall clock) of camera images; rendered only while subscribed",
+    "camera_width": "camera image width in pixels",
+    "camera_height": "camera image height in pixels",
+    "render_quality": "'fast' (no shadows, no MSAA; right for CPU rendering) or 'quality'",
+    "frame_prefix": "prefix of every TF frame name (e.g. 'sim/')",
+    "snapshot_dir": "directory that snapshot service paths resolve in; nothing outside it is read or written",
 }
+
+_positive = lambda v: None if v > 0 else "must be > 0"  # noqa: E731
 
 _CHECKS: dict[str, Callable[[Any], str | None]] = {
+    "num_envs": lambda v: None if 1 <= v <= 1024 else "must be in 1..1024",
     "real_time_factor": lambda v: None if v >= 0 else "must be >= 0 (0 = as fast as possible)",
-    "clock_rate": lambda v: None if v > 0 else "must be > 0",
-    "joint_state_rate": lambda v: None if v > 0 else "must be > 0",
+    "clock_rate": _positive, "joint_state_rate": _positive, "world_state_rate": _positive,
+    "tf_rate": _positive, "camera_rate": _positive,
+    "camera_width": lambda v: None if 1 <= v <= 8192 else "must be in 1..8192",
+    "camera_height": lambda v: None if 1 <= v <= 8192 else "must be in 1..8192",
+    "render_quality": lambda v: None if v in ("fast", "quality") else "must be 'fast' or 'quality'",
 }
 
-#: Parameters that only take effect at start-up.
-READ_ONLY = {"scene"}
+#: Parameters that can change while the node runs; all others are read at start-up.
+DYNAMIC = {"paused", "real_time_factor", "clock_rate", "joint_state_rate", "world_state_rate",
+           "tf_rate", "camera_rate"}
 
 
 def declare(node: Node) -> SimParameters:
     """Declare every parameter, validate the start-up values, return them."""
     values = {}
     for f in fields(SimParameters):
+        default = f.default_factory() if f.default is MISSING else f.default
         descriptor = ParameterDescriptor(description=_DESCRIPTIONS[f.name],
-                                         read_only=f.name in READ_ONLY)
-        values[f.name] = node.declare_parameter(f.name, f.default, descriptor).value
+                                         read_only=f.name not in DYNAMIC)
+        if f.name == "robots":
+            descriptor.type = ParameterType.PARAMETER_STRING_ARRAY
+            value = node.declare_parameter(f.name, Parameter.Type.STRING_ARRAY, descriptor).value
+            values[f.name] = list(value or [])
+            continue
+        values[f.name] = node.declare_parameter(f.name, default, descriptor).value
         problem = _CHECKS.get(f.name, lambda v: None)(values[f.name])
         if problem:
             raise ValueError(f"parameter {f.name}={values[f.name]!r}: {problem}")

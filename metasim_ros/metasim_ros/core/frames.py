@@ -1,0 +1,102 @@
+"""The transform tree of a scene: world -> model roots -> child bodies, plus cameras.
+
+A body without joints is welded to its parent: its pose relative to the parent is the
+model's body_pos/body_quat, constant, published once (/tf_static). Bodies with joints
+move relative to their parent; their relative poses are computed for all of them at
+once from xpos/xquat.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+
+#: MuJoCo camera frame (x right, y up, looking along -z) -> REP-103 body frame of the
+#: camera (x forward, y left, z up): columns are the REP-103 axes in MuJoCo's frame.
+_MJ_TO_BODY = np.array([[0.0, -1.0, 0.0], [0.0, 0.0, 1.0], [-1.0, 0.0, 0.0]])
+#: MuJoCo camera frame -> REP-103 optical frame (x right, y down, z forward).
+_MJ_TO_OPTICAL = np.diag([1.0, -1.0, -1.0])
+
+
+def mat_to_quat(mat: np.ndarray) -> np.ndarray:
+    q = np.empty(4)
+    mujoco.mju_mat2Quat(q, np.ascontiguousarray(mat, dtype=np.float64).ravel())
+    return q
+
+
+def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Hamilton products of [..., 4] wxyz quaternion arrays."""
+    aw, ax, ay, az = np.moveaxis(a, -1, 0)
+    bw, bx, by, bz = np.moveaxis(b, -1, 0)
+    return np.stack([aw * bw - ax * bx - ay * by - az * bz,
+                     aw * bx + ax * bw + ay * bz - az * by,
+                     aw * by - ax * bz + ay * bw + az * bx,
+                     aw * bz + ax * by - ay * bx + az * bw], axis=-1)
+
+
+def quat_conj(q: np.ndarray) -> np.ndarray:
+    return q * np.array([1.0, -1.0, -1.0, -1.0])
+
+
+def rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Rotate [..., 3] vectors by [..., 4] unit quaternions."""
+    w, u = q[..., :1], q[..., 1:]
+    t = 2.0 * np.cross(u, v)
+    return v + w * t + np.cross(u, t)
+
+
+@dataclass(frozen=True)
+class Frame:
+    parent: str
+    child: str
+    pos: np.ndarray
+    quat: np.ndarray  # wxyz
+
+
+class FrameTree:
+    """Static frames once, dynamic body frames on demand, for one MjModel."""
+
+    def __init__(self, model: mujoco.MjModel, body_names: list[str], prefix: str = "",
+                 world: str = "world") -> None:
+        name = lambda b: prefix + (world if b == 0 else body_names[b])  # noqa: E731
+        moving = [b for b in range(1, model.nbody) if model.body_jntnum[b] > 0]
+        welded = [b for b in range(1, model.nbody) if model.body_jntnum[b] == 0]
+        self.static: list[Frame] = [
+            Frame(name(int(model.body_parentid[b])), name(b), model.body_pos[b].copy(),
+                  model.body_quat[b].copy()) for b in welded]
+        self.body_ids = np.array(moving, dtype=np.intp)
+        self.parent_ids = model.body_parentid[self.body_ids].astype(np.intp)
+        self.dynamic_names = [(name(int(p)), name(int(b))) for p, b in zip(self.parent_ids, self.body_ids)]
+        self.camera_static: list[Frame] = []
+        self.cameras_tracking: list[int] = []
+        for c in range(model.ncam):
+            cam = prefix + model.camera(c).name
+            if model.cam_mode[c] == mujoco.mjtCamLight.mjCAMLIGHT_FIXED:
+                mj = np.empty(9)
+                mujoco.mju_quat2Mat(mj, model.cam_quat[c])
+                body_q = mat_to_quat(mj.reshape(3, 3) @ _MJ_TO_BODY)
+                self.camera_static.append(Frame(name(int(model.cam_bodyid[c])), cam,
+                                                model.cam_pos[c].copy(), body_q))
+            else:
+                self.cameras_tracking.append(c)
+            self.camera_static.append(Frame(cam, cam + "_optical_frame", np.zeros(3),
+                                            mat_to_quat(_MJ_TO_BODY.T @ _MJ_TO_OPTICAL)))
+        self.camera_names = [prefix + model.camera(c).name for c in range(model.ncam)]
+        self.world = prefix + world
+
+    def dynamic(self, data: mujoco.MjData) -> tuple[np.ndarray, np.ndarray]:
+        """Poses (pos [n,3], quat [n,4]) of every moving body relative to its parent."""
+        xp, xq = data.xpos, data.xquat
+        pq_inv = quat_conj(xq[self.parent_ids])
+        pos = rotate(pq_inv, xp[self.body_ids] - xp[self.parent_ids])
+        quat = quat_mul(pq_inv, xq[self.body_ids])
+        return pos, quat
+
+    def tracking_cameras(self, data: mujoco.MjData) -> list[tuple[str, np.ndarray, np.ndarray]]:
+        """World poses (REP-103 body convention) of cameras that are not fixed to a body."""
+        out = []
+        for c in self.cameras_tracking:
+            out.append((self.camera_names[c], data.cam_xpos[c].copy(),
+                        mat_to_quat(data.cam_xmat[c].reshape(3, 3) @ _MJ_TO_BODY)))
+        return out

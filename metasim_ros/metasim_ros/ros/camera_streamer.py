@@ -1,0 +1,106 @@
+"""Camera images for ROS: rendered in their own thread, only while someone subscribes.
+
+The simulation is locked only to copy MjData (microseconds); rendering (milliseconds on
+a CPU) works on the copy, so a slow render never delays physics or a service.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+import mujoco
+import numpy as np
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import CameraInfo, Image
+
+from metasim_ros.core.cameras import CameraRenderer, intrinsic_matrix
+from metasim_ros.ros.conversions import stamp
+
+#: Reliable keep-last: matches reliable (rviz2's default) and best-effort readers, and a
+#: slow reader never makes the publisher wait.
+IMAGE_QOS = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
+
+
+class _CameraTopics:
+    """Publishers and reusable messages of one camera."""
+
+    def __init__(self, node, cam_id: int, name: str, width: int, height: int, frame: str) -> None:
+        self.cam_id, self.width, self.height = cam_id, width, height
+        self.rgb_pub = node.create_publisher(Image, f"~/{name}/image_raw", IMAGE_QOS)
+        self.depth_pub = node.create_publisher(Image, f"~/{name}/depth/image_raw", IMAGE_QOS)
+        self.info_pub = node.create_publisher(CameraInfo, f"~/{name}/camera_info", IMAGE_QOS)
+        big = int(sys.byteorder == "big")
+        self.rgb = Image(width=width, height=height, encoding="rgb8", step=3 * width, is_bigendian=big)
+        self.depth = Image(width=width, height=height, encoding="32FC1", step=4 * width,
+                           is_bigendian=big)
+        k = intrinsic_matrix(float(node.handler.model.cam_fovy[cam_id]), width, height)
+        self.info = CameraInfo(width=width, height=height, distortion_model="plumb_bob",
+                               d=[0.0] * 5, k=k.ravel().tolist(),
+                               r=np.eye(3).ravel().tolist(),
+                               p=np.hstack([k, np.zeros((3, 1))]).ravel().tolist())
+        for msg in (self.rgb, self.depth, self.info):
+            msg.header.frame_id = frame
+
+    def wanted(self) -> bool:
+        return any(p.get_subscription_count() > 0 for p in (self.rgb_pub, self.depth_pub, self.info_pub))
+
+    def publish(self, rgb: np.ndarray, depth: np.ndarray, sim_time: float) -> None:
+        now = stamp(sim_time)
+        self.rgb.header.stamp = self.depth.header.stamp = self.info.header.stamp = now
+        self.rgb.data = rgb.tobytes()     # bytes: a numpy/memoryview assignment is per element
+        self.depth.data = depth.tobytes()
+        self.rgb_pub.publish(self.rgb)
+        self.depth_pub.publish(self.depth)
+        self.info_pub.publish(self.info)
+
+
+class CameraStreamer:
+    """Renders environment 0's cameras at `camera_rate` for the cameras someone watches."""
+
+    def __init__(self, node) -> None:
+        self._node = node
+        p = node.params
+        model = node.handler.model
+        self._topics = [
+            _CameraTopics(node, c, model.camera(c).name, p.camera_width, p.camera_height,
+                          f"{p.frame_prefix}{model.camera(c).name}_optical_frame")
+            for c in range(model.ncam)]
+        self._copy = mujoco.MjData(model)
+        self._renderer: CameraRenderer | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="cameras", daemon=True)
+
+    def start(self) -> None:
+        if self._topics:
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(5.0)
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.wait(1.0 / self._node.params.camera_rate):
+                wanted = [t for t in self._topics if t.wanted()]
+                if wanted:
+                    self._render(wanted)
+        except Exception as exc:  # e.g. no OpenGL: say so once, keep the node serving
+            self._node.get_logger().error(f"camera rendering stopped: {exc} (MUJOCO_GL="
+                                          f"{os.environ.get('MUJOCO_GL', 'unset')})")
+        finally:
+            if self._renderer is not None:
+                self._renderer.close()
+
+    def _render(self, topics: list[_CameraTopics]) -> None:
+        node = self._node
+        if self._renderer is None:
+            self._renderer = CameraRenderer(node.handler.model,
+                                            [(t.width, t.height) for t in self._topics],
+                                            fast=node.params.render_quality == "fast")
+        with node.loop.access():
+            mujoco.mj_copyData(self._copy, node.handler.model, node.handler.datas[0])
+        for t in topics:
+            rgb, depth = self._renderer.render(self._copy, t.cam_id, t.width, t.height)
+            t.publish(rgb, depth, self._copy.time)

@@ -1,0 +1,53 @@
+"""TF messages for a FrameTree: /tf_static once, /tf refilled in place."""
+from __future__ import annotations
+
+import numpy as np
+from geometry_msgs.msg import TransformStamped
+from tf2_msgs.msg import TFMessage
+
+from metasim_ros.core.frames import Frame, FrameTree
+from metasim_ros.ros.conversions import stamp
+
+
+def _set(t: TransformStamped, pos: np.ndarray, quat: np.ndarray) -> None:
+    tr, r = t.transform.translation, t.transform.rotation
+    tr.x, tr.y, tr.z = float(pos[0]), float(pos[1]), float(pos[2])
+    r.w, r.x, r.y, r.z = float(quat[0]), float(quat[1]), float(quat[2]), float(quat[3])
+
+
+def _transform(parent: str, child: str) -> TransformStamped:
+    t = TransformStamped(child_frame_id=child)
+    t.header.frame_id = parent
+    return t
+
+
+def static_message(tree: FrameTree, sim_time: float) -> TFMessage:
+    frames: list[Frame] = tree.static + tree.camera_static
+    msg = TFMessage(transforms=[_transform(f.parent, f.child) for f in frames])
+    now = stamp(sim_time)
+    for t, f in zip(msg.transforms, frames):
+        t.header.stamp = now
+        _set(t, f.pos, f.quat)
+    return msg
+
+
+class DynamicTf:
+    """One TFMessage holding every moving body (and tracking camera), refilled per publish."""
+
+    def __init__(self, tree: FrameTree) -> None:
+        self._tree = tree
+        self.msg = TFMessage(transforms=[_transform(p, c) for p, c in tree.dynamic_names] +
+                             [_transform(tree.world, tree.camera_names[c])
+                              for c in tree.cameras_tracking])
+
+    def fill(self, data) -> TFMessage:
+        now = stamp(data.time)
+        pos, quat = self._tree.dynamic(data)
+        transforms = self.msg.transforms
+        for i in range(len(pos)):
+            transforms[i].header.stamp = now
+            _set(transforms[i], pos[i], quat[i])
+        for t, (_, p, q) in zip(transforms[len(pos):], self._tree.tracking_cameras(data)):
+            t.header.stamp = now
+            _set(t, p, q)
+        return self.msg
