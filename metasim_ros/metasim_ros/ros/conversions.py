@@ -4,8 +4,9 @@ Publishing messages are preallocated and refilled: building geometry/sensor mess
 in Python costs microseconds each, on every publish.
 
 Partial states in SetStates (metasim_msgs has no "unset" flags, so values say it):
-- a ModelState sets its root pose and twist only when pose.orientation is not the zero
-  quaternion (0,0,0,0); fixed-base models accept only their current pose;
+- a ModelState of a free-floating model sets its root pose and twist unless
+  pose.orientation is the zero quaternion (0,0,0,0), which means "leave them"; the pose
+  and twist of a fixed-base model follow from the scene and are ignored, like link_states;
 - a JointState sets position / velocity / position_target / velocity_target where the
   array is non-empty; effort and errors are outputs and ignored;
 - link_states are outputs (they follow from the joints) and are ignored.
@@ -126,7 +127,7 @@ def _pose_given(pose: Pose) -> bool:
 
 def world_to_states(handler, worlds: list[WorldState]) -> tuple[list[dict], list[int]]:
     """SetStates request -> (partial core states, env ids). Raises StateValidationError."""
-    kinds = {m.name: m.kind for m in handler.models}
+    infos = {m.name: m for m in handler.models}
     env_ids: list[int] = []
     states: list[dict] = []
     for w_index, world in enumerate(worlds):
@@ -138,14 +139,15 @@ def world_to_states(handler, worlds: list[WorldState]) -> tuple[list[dict], list
         env_ids.append(world.env_id)
         state: dict = {"objects": {}, "robots": {}}
         for ms in world.model_states:
-            if ms.name not in kinds:
+            if ms.name not in infos:
                 raise StateValidationError(f"models.{ms.name}", "unknown model")
             if ms.reference_frame not in ("", "world"):
                 raise StateValidationError(f"models.{ms.name}.reference_frame",
                                            f"only 'world' is supported, got {ms.reference_frame!r}")
-            section = "robots" if kinds[ms.name] == "robot" else "objects"
+            info = infos[ms.name]
+            section = "robots" if info.kind == "robot" else "objects"
             m: dict = state[section].setdefault(ms.name, {})
-            if _pose_given(ms.pose):
+            if info.free and _pose_given(ms.pose):
                 p, o = ms.pose.position, ms.pose.orientation
                 t = ms.twist
                 m["pos"] = [p.x, p.y, p.z]

@@ -1,0 +1,61 @@
+"""Independent ground truth for ROS tests: MuJoCo itself, in the test process."""
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+
+
+class Truth:
+    """A scene compiled in the test process, set by joint names, read back from MuJoCo."""
+
+    def __init__(self, scene_path: str) -> None:
+        self.model = mujoco.MjModel.from_xml_path(scene_path)
+        self.data = mujoco.MjData(self.model)
+        key = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_KEY, "home")
+        if key >= 0:
+            mujoco.mj_resetDataKeyframe(self.model, self.data, key)
+        mujoco.mj_forward(self.model, self.data)
+
+    def set_joint(self, name: str, qpos, qvel=None) -> None:
+        j = self.model.joint(name)
+        qpos = np.atleast_1d(np.asarray(qpos, float))
+        self.data.qpos[j.qposadr[0]:j.qposadr[0] + qpos.size] = qpos
+        if qvel is not None:
+            qvel = np.atleast_1d(np.asarray(qvel, float))
+            self.data.qvel[j.dofadr[0]:j.dofadr[0] + qvel.size] = qvel
+
+    def forward(self) -> None:
+        mujoco.mj_forward(self.model, self.data)
+
+    def body_pose(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        b = self.model.body(name).id
+        return self.data.xpos[b].copy(), self.data.xquat[b].copy()
+
+    def body_twist(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(linear, angular) world-frame velocity of the body origin (mj_objectVelocity)."""
+        v = np.zeros(6)
+        mujoco.mj_objectVelocity(self.model, self.data, mujoco.mjtObj.mjOBJ_XBODY,
+                                 self.model.body(name).id, v, 0)
+        return v[3:], v[:3]
+
+    def joint_pos(self, name: str) -> np.ndarray:
+        j = self.model.joint(name)
+        width = {0: 7, 1: 4, 2: 1, 3: 1}[int(j.type[0])]
+        return self.data.qpos[j.qposadr[0]:j.qposadr[0] + width].copy()
+
+
+def same_rotation(q1, q2, atol: float = 1e-9) -> bool:
+    """Quaternions equal up to sign."""
+    q1, q2 = np.asarray(q1, float), np.asarray(q2, float)
+    return bool(np.allclose(q1, q2, atol=atol) or np.allclose(q1, -q2, atol=atol))
+
+
+def compose(parent: tuple[np.ndarray, np.ndarray], child: tuple[np.ndarray, np.ndarray]):
+    """World pose of `child` (relative to parent) given the parent's world pose (pos, wxyz)."""
+    p_pos, p_q = parent
+    c_pos, c_q = child
+    rotated = np.zeros(3)
+    mujoco.mju_rotVecQuat(rotated, np.asarray(c_pos, float), np.asarray(p_q, float))
+    q = np.zeros(4)
+    mujoco.mju_mulQuat(q, np.asarray(p_q, float), np.asarray(c_q, float))
+    return p_pos + rotated, q
