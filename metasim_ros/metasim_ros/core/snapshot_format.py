@@ -32,6 +32,7 @@ import numpy as np
 from tqdm import tqdm
 
 from .atomic import atomic_path
+from .errors import StateValidationError
 from .snapshot_io import (
     LayoutMismatch,
     SnapshotError,
@@ -241,13 +242,20 @@ class IntegrationStateStrategy:
         expected.integration = row
         warnings = []
         tree = eg.get("state")
-        if isinstance(tree, h5py.Group):
-            _expect_bodies(model, read_tree(tree, index), expected)
+        file_state = read_tree(tree, index) if isinstance(tree, h5py.Group) else {}
+        _expect_bodies(model, file_state, expected)
+        # robot targets live in the handler, not in MjData (motor PD needs them every step)
+        targets = {
+            name: {k: r[k] for k in ("dof_pos_target", "dof_vel_target") if k in r}
+            for name, r in file_state.get("robots", {}).items()
+        }
         if f.attrs.get("mujoco_version") != mujoco.__version__:
             warnings.append(f"written by MuJoCo {f.attrs.get('mujoco_version')}, running {mujoco.__version__}")
 
         def apply() -> None:
-            mujoco.mj_setState(model, data, row, INTEGRATION_STATE)
+            if targets:
+                set_states_or_mismatch(handler, {"robots": targets}, env_id)
+            mujoco.mj_setState(model, data, row, INTEGRATION_STATE)  # after: ctrl exactly as saved
 
         return Plan(self.name, row_count(ds, 1), i, apply, expected, warnings)
 
@@ -282,15 +290,19 @@ class MetaSimTreeStrategy:
         expected = Expected()
         _expect_joints(handler.model, request, expected)
         _expect_bodies(handler.model, file_state, expected)
-        from .errors import StateValidationError  # the handler's own validation error
 
         def apply() -> None:
-            try:
-                handler.set_states([request], env_ids=[env_id])
-            except StateValidationError as exc:
-                raise LayoutMismatch(f"set_states refused the file's state: {exc}") from None
+            set_states_or_mismatch(handler, request, env_id)
 
         return Plan(self.name, count, index % count, apply, expected, warnings)
+
+
+def set_states_or_mismatch(handler: Any, state: dict[str, Any], env_id: int) -> None:
+    """``handler.set_states`` for one env; a refusal means this layout does not fit."""
+    try:
+        handler.set_states([state], env_ids=[env_id])
+    except StateValidationError as exc:
+        raise LayoutMismatch(f"set_states refused the file's state: {exc}") from None
 
 
 def read_tree(group: h5py.Group, index: int) -> dict[str, Any]:
@@ -369,7 +381,7 @@ def _expect_bodies(model: mujoco.MjModel, file_state: Mapping[str, Any], exp: Ex
                 if "rot" in b:
                     exp.body_quat[bid] = np.asarray(b["rot"], dtype=np.float64)
                 if "vel" in b and "ang_vel" in b:
-                    exp.body_vel[bid] = np.concatenate([b["ang_vel"], b["vel"]]).astype(np.float64)
+                    exp.body_vel[bname] = np.concatenate([b["ang_vel"], b["vel"]]).astype(np.float64)
 
 
 def _plain(value: Any) -> Any:

@@ -25,6 +25,7 @@ import h5py
 import mujoco
 import numpy as np
 
+from .snapshot_format import set_states_or_mismatch
 from .snapshot_io import LayoutMismatch, dataset, read_row, read_text, resolve_index, row_count
 from .snapshot_plan import Expected, Plan, dof_width, joint_dof_slice, joint_qpos_slice, qpos_width
 
@@ -43,7 +44,11 @@ def _assignment_plan(
     warnings: list[str],
     time: float | None = None,
 ) -> Plan:
-    """Plan that writes the assignments (qvel zeroed where the file has none) into one env."""
+    """Plan that writes the assignments (qvel zeroed where the file has none) into one env.
+
+    Restored robot joints get targets holding the restored pose: these layouts carry no
+    targets, and servos left on the old ones would pull the robot away at the first step.
+    """
     model, data = handler.model, handler.datas[env_id]
     expected = Expected()
     if any(v is None for _, v in assignments.values()):
@@ -51,8 +56,18 @@ def _assignment_plan(
     for j, (q, v) in assignments.items():
         expected.qpos[j] = q
         expected.qvel[j] = np.zeros(dof_width(model, j)) if v is None else v
+    targetable = set(handler.target_joint_names)
+    hold = {
+        r.name: {"dof_pos_target": {n: float(expected.qpos[j][0]) for n, j in held}, "dof_vel_target": {n: 0.0 for n, _ in held}}
+        for r in handler.robots
+        if (held := [(n, j) for n, j in zip(r.joints, r.joint_ids) if n in targetable and j in assignments])
+    }
+    if hold:
+        warnings.append(f"targets of {sorted(hold)} set to hold the restored joint positions")
 
     def apply() -> None:
+        if hold:
+            set_states_or_mismatch(handler, {"robots": hold}, env_id)
         for j in assignments:
             data.qpos[joint_qpos_slice(model, j)] = expected.qpos[j]
             data.qvel[joint_dof_slice(model, j)] = expected.qvel[j]
@@ -143,7 +158,7 @@ class PerObjectStrategy:
             return None
         model = handler.model
         infos = {m.name: m for m in handler.models}
-        robots = [infos[r] if isinstance(r, str) else r for r in handler.robots]
+        robots = handler.robots
         assignments: Assignments = {}
         warnings: list[str] = []
         used: list[h5py.Dataset] = []

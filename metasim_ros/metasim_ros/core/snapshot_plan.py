@@ -24,8 +24,9 @@ class Expected:
     qvel: dict[int, np.ndarray] = dataclasses.field(default_factory=dict)
     body_pos: dict[int, np.ndarray] = dataclasses.field(default_factory=dict)
     body_quat: dict[int, np.ndarray] = dataclasses.field(default_factory=dict)
-    #: world-frame [angular(3), linear(3)] velocity at the body origin (mj_objectVelocity layout)
-    body_vel: dict[int, np.ndarray] = dataclasses.field(default_factory=dict)
+    #: by body *name*: world-frame [angular(3), linear(3)] velocity at the body origin, checked
+    #: against the handler's own reading (one definition of body velocity in the project)
+    body_vel: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
     #: the complete mjSTATE_INTEGRATION vector, when the file holds one for this model
     integration: np.ndarray | None = None
 

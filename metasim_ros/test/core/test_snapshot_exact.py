@@ -36,6 +36,7 @@ def test_restore_continues_bitwise(saved):
     assert report.max_qpos_error == 0.0 and report.max_qvel_error == 0.0
     assert report.max_body_pos_error == 0.0 and report.max_body_rot_error == 0.0
     assert capture_state(b).tobytes() == saved_state.tobytes()
+    assert b.get_states(render=False)[0]["robots"]["franka"]["dof_pos_target"] == TARGET  # handler-side targets too
     b.step(n=CONTINUE)
     d = b.datas[0]
     diffs = [float(np.max(np.abs(x - y), initial=0.0)) for x, y in ((d.qpos, qpos), (d.qvel, qvel), (d.act, act))]
@@ -48,9 +49,9 @@ def test_qpos_qvel_only_restore_diverges_measurably(saved):
     """Same start from qpos/qvel alone (same servo targets): warm start and time are lost."""
     _, qpos_only, (qpos, qvel, _), _ = saved
     c = MujocoHandler()
-    c.set_states([{"robots": {"franka": {"dof_pos_target": TARGET}}}])
     report = load_snapshot(c, qpos_only)
     assert report.ok and not report.exact and report.strategy == "initial_state_data"
+    c.set_states([{"robots": {"franka": {"dof_pos_target": TARGET}}}])  # the restore held the pose
     c.step(n=CONTINUE)
     d = c.datas[0]
     dq, dv = float(np.max(np.abs(d.qpos - qpos))), float(np.max(np.abs(d.qvel - qvel)))
