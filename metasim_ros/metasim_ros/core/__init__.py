@@ -8,3 +8,8 @@ from metasim_ros.scenes import default_scene_path
 
 __all__ = ["MujocoHandler", "StateValidationError", "State", "Action", "ModelInfo",
            "JointReading", "default_scene_path"]
+
+# snapshots (HDF5 save / load with a verification report)
+from metasim_ros.core.snapshot import RestoreReport, SnapshotError, load_snapshot, save_snapshot  # noqa: E402
+
+__all__ += ["RestoreReport", "SnapshotError", "load_snapshot", "save_snapshot"]
