@@ -24,8 +24,24 @@ def intrinsic_matrix(fovy_deg: float, width: int, height: int) -> np.ndarray:
     return np.array([[f, 0.0, (width - 1) / 2], [0.0, f, (height - 1) / 2], [0.0, 0.0, 1.0]])
 
 
+def _poses(data: mujoco.MjData, cams: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(pos [n,3], look_at [n,3], extrinsic [n,4,4]) of cameras `cams`."""
+    pos = data.cam_xpos[cams]
+    rot = data.cam_xmat[cams].reshape(-1, 3, 3) * _MJ_TO_CV  # columns: camera axes, CV
+    world_to_cam = rot.transpose(0, 2, 1)
+    ext = np.zeros((len(pos), 4, 4))
+    ext[:, :3, :3] = world_to_cam
+    ext[:, :3, 3] = -(world_to_cam @ pos[:, :, None])[:, :, 0]
+    ext[:, 3, 3] = 1.0
+    return pos, pos + rot[:, :, 2], ext
+
+
 class CameraPoses:
-    """Per-camera image size and intrinsics (fixed), poses read from MjData."""
+    """Per-camera image size, intrinsics and pose entries of the state.
+
+    Cameras fixed in the world are computed once here; the others (on bodies, or
+    tracking ones) are read from MjData each time.
+    """
 
     def __init__(self, model: mujoco.MjModel, size: tuple[int, int] | None) -> None:
         self.sizes: list[tuple[int, int]] = []  # (width, height)
@@ -35,17 +51,24 @@ class CameraPoses:
             self.sizes.append(size or (res if res != (1, 1) else default))
         self.intrinsics = [intrinsic_matrix(float(model.cam_fovy[c]), w, h)
                            for c, (w, h) in enumerate(self.sizes)]
+        fixed = int(mujoco.mjtCamLight.mjCAMLIGHT_FIXED)
+        static = [c for c in range(model.ncam) if model.cam_bodyid[c] == 0 and model.cam_mode[c] == fixed]
+        self._dynamic = np.array([c for c in range(model.ncam) if c not in static], dtype=np.intp)
+        data = mujoco.MjData(model)
+        mujoco.mj_kinematics(model, data)
+        mujoco.mj_camlight(model, data)
+        pos, look, ext = _poses(data, np.array(static, dtype=np.intp))
+        cached = dict(zip(static, zip(pos, look, ext)))
+        self._static = [cached.get(c) for c in range(model.ncam)]  # None: read each time
 
-    def read(self, data: mujoco.MjData) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(pos [n,3], look_at [n,3], extrinsic [n,4,4]) of every camera."""
-        pos = data.cam_xpos.copy()
-        rot = data.cam_xmat.reshape(-1, 3, 3) * _MJ_TO_CV  # columns: camera axes, CV
-        world_to_cam = rot.transpose(0, 2, 1)
-        ext = np.zeros((len(pos), 4, 4))
-        ext[:, :3, :3] = world_to_cam
-        ext[:, :3, 3] = -(world_to_cam @ pos[:, :, None])[:, :, 0]
-        ext[:, 3, 3] = 1.0
-        return pos, pos + rot[:, :, 2], ext
+    def entries(self, data: mujoco.MjData) -> list[dict[str, np.ndarray]]:
+        """{pos, look_at, intrinsic, extrinsic} of every camera, fresh arrays."""
+        dynamic = iter(zip(*_poses(data, self._dynamic))) if len(self._dynamic) else iter(())
+        out = []
+        for k, static in zip(self.intrinsics, self._static):
+            p, l, e = (a.copy() for a in static) if static else next(dynamic)
+            out.append({"pos": p, "look_at": l, "intrinsic": k.copy(), "extrinsic": e})
+        return out
 
 
 class CameraRenderer:

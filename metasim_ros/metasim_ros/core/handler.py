@@ -58,7 +58,8 @@ class MujocoHandler:
         self._camera_poses = CameraPoses(m, camera_size)
         self._fast_render = fast_render
         self._renderer: CameraRenderer | None = None
-        self._reader = StateReader(m, self.models, self.cameras, self._camera_poses, self._targets)
+        self._reader = StateReader(m, self.models, self._datas, self.cameras, self._camera_poses,
+                                   self._targets)
         self._writer = StateWriter(m, self._reader, self._targets, self.cameras, derived_tolerance)
         self._split_step = m.opt.integrator != mujoco.mjtIntegrator.mjINT_RK4
         self.reset()
@@ -99,7 +100,7 @@ class MujocoHandler:
         """One State per environment; render=False leaves out rgb/depth (cheap)."""
         states = []
         for e in self._env_ids(env_ids):
-            state = self._reader.read(self._datas[e], e)
+            state = self._reader.read(e)
             if render:
                 self._render(self._datas[e], state)
             states.append(state)

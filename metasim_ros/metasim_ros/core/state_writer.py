@@ -81,6 +81,7 @@ class StateWriter:
         self._body_rows = {lay.info.name: {b: lay.rows.start + i for i, b in enumerate(lay.info.bodies)}
                            for lay in reader.layouts}
         self._scratch = mujoco.MjData(model)
+        self._scratch_gather = reader.bind(self._scratch)
 
     # -- validation ----------------------------------------------------------------
     def plan_state(self, env: int, data: mujoco.MjData, state: Any) -> Plan:
@@ -157,8 +158,8 @@ class StateWriter:
         plan.checks.append((key, quantity, row, arr))
 
     def _plan_free_root(self, plan: Plan, key: str, lay: ModelLayout, entry: Mapping) -> None:
-        qa = self._reader.free_qpos[lay.root]
-        da = self._reader.free_qvel[lay.root]
+        qa = self._reader.free_qpos[lay.free_index]
+        da = self._reader.free_qvel[lay.free_index]
         if "pos" in entry:
             plan.new_qpos()[qa[:3]] = as_array(entry["pos"], (3,), f"{key}.pos")
         if "rot" in entry:
@@ -169,7 +170,7 @@ class StateWriter:
             w = as_array(entry["ang_vel"], (3,), f"{key}.ang_vel")
             data = plan.data
             quat = (data.qpos if plan.qpos is None else plan.qpos)[qa[3:]]
-            current = self._reader.free_root_ang_vel(data, data.qvel[self._reader.free_qvel])[lay.root]
+            current = data.cvel[lay.info.root_body, :3]  # what get_states reports
             if not (np.array_equal(quat, data.qpos[qa[3:]]) and np.array_equal(w, current)):
                 unit = quat / np.linalg.norm(quat)
                 rot = np.empty(9)
@@ -220,7 +221,7 @@ class StateWriter:
         mujoco.mj_kinematics(m, s)
         mujoco.mj_comPos(m, s)
         mujoco.mj_comVel(m, s)
-        pos, quat, vel, ang = self._reader.bodies(s)
+        _, pos, quat, vel, ang = self._reader.rows(self._scratch_gather)
         actual = {"pos": pos, "rot": quat, "vel": vel, "ang_vel": ang}
         for key, quantity, row, value in plan.checks:
             have = actual[quantity][row]
