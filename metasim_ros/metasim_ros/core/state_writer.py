@@ -63,7 +63,7 @@ def _check(key: str, name: Any, known: Mapping | Sequence, what: str) -> None:
     if not isinstance(name, str):
         raise StateValidationError(key, f"{what} names must be strings, got {type(name).__name__}")
     if name not in known:
-        raise StateValidationError(f"{key}.{name}", f"unknown {what}")
+        raise StateValidationError(f"{key}.{name}" if key else name, f"unknown {what}")
 
 
 class StateWriter:
