@@ -1,0 +1,69 @@
+"""Cameras: the pinhole model projects where MuJoCo renders, depth is metric z."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import mujoco
+import numpy as np
+import pytest
+
+from metasim_ros.core import MujocoHandler
+
+ARTICULATED = str(Path(__file__).parent / "scenes" / "articulated.xml")
+
+
+def _green_centroid(rgb: np.ndarray) -> np.ndarray:
+    mask = (rgb[:, :, 1] > 150) & (rgb[:, :, 0] < 100) & (rgb[:, :, 2] < 100)
+    v, u = np.nonzero(mask)
+    assert len(u) > 10, "marker not visible"
+    return np.array([u.mean(), v.mean()])
+
+
+@pytest.mark.parametrize("block_pos", [[0.3, -1.1, 0.05], [-0.4, -0.9, 0.3]])
+def test_projection_hits_the_rendered_marker(block_pos):
+    h = MujocoHandler(ARTICULATED, camera_size=(320, 240))
+    h.set_states([{"objects": {"marker_block": {"pos": block_pos}}}])
+    cam = h.get_states()[0]["cameras"]["cam"]
+    point = np.append(h.datas[0].site("marker_site").xpos, 1.0)
+    x = cam["intrinsic"] @ (cam["extrinsic"] @ point)[:3]
+    np.testing.assert_allclose(x[:2] / x[2], _green_centroid(cam["rgb"]), atol=0.5)
+    h.close()
+
+
+def test_depth_is_distance_along_the_optical_axis():
+    h = MujocoHandler(camera_size=(161, 121))  # odd: the centre pixel sits on the axis
+    cam = h.get_states()[0]["cameras"]["camera0"]
+    d, m = h.datas[0], h.model
+    c = m.camera("camera0").id
+    axis = -d.cam_xmat[c].reshape(3, 3)[:, 2]
+    dist = mujoco.mj_ray(m, d, d.cam_xpos[c], axis, None, 1, -1, np.zeros(1, np.int32))
+    assert dist > 0
+    assert cam["depth"].dtype == np.float32 and cam["depth"].shape == (121, 161)
+    assert abs(cam["depth"][60, 80] - dist) < 1e-3 * dist
+    # off axis, depth is z (not ray length): a pixel's ray length = depth * |K^-1 [u v 1]|
+    u, v = 20, 100
+    ray_cam = np.linalg.inv(cam["intrinsic"]) @ [u, v, 1.0]
+    ray_world = cam["extrinsic"][:3, :3].T @ (ray_cam / np.linalg.norm(ray_cam))
+    dist = mujoco.mj_ray(m, d, d.cam_xpos[c], ray_world, None, 1, -1, np.zeros(1, np.int32))
+    assert abs(cam["depth"][v, u] * np.linalg.norm(ray_cam) - dist) < 5e-3 * dist
+    assert cam["rgb"].dtype == np.uint8 and cam["rgb"].shape == (121, 161, 3)
+    h.close()
+
+
+def test_pose_and_intrinsics_follow_mujoco():
+    h = MujocoHandler(ARTICULATED)
+    h.set_states([{"robots": {"walker": {"pos": [0.1, 0.2, 1.0], "rot": [0.8, 0.0, 0.6, 0.0]}}}])
+    s = h.get_states(render=False)[0]["cameras"]
+    d, m = h.datas[0], h.model
+    for name in ("cam", "walker_cam"):  # fixed in the world / riding on the walker
+        c = m.camera(name).id
+        rot = d.cam_xmat[c].reshape(3, 3)
+        cv = rot @ np.diag([1.0, -1.0, -1.0])  # x right, y down, z forward
+        np.testing.assert_allclose(s[name]["extrinsic"][:3, :3], cv.T, atol=1e-12)
+        np.testing.assert_allclose(s[name]["extrinsic"][:3, 3], -cv.T @ d.cam_xpos[c], atol=1e-12)
+        np.testing.assert_array_equal(s[name]["pos"], d.cam_xpos[c])
+        np.testing.assert_allclose(s[name]["look_at"], d.cam_xpos[c] - rot[:, 2], atol=1e-12)
+        w, hgt = m.vis.global_.offwidth, m.vis.global_.offheight
+        f = hgt / 2 / math.tan(math.radians(m.cam_fovy[c]) / 2)
+        np.testing.assert_allclose(s[name]["intrinsic"], [[f, 0, (w - 1) / 2], [0, f, (hgt - 1) / 2], [0, 0, 1]])
