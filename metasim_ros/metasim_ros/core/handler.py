@@ -11,7 +11,7 @@ from metasim_ros.core import scene as scene_mod
 from metasim_ros.core.actuation import JointTargets
 from metasim_ros.core.cameras import CameraPoses, CameraRenderer
 from metasim_ros.core.errors import StateValidationError
-from metasim_ros.core.joints import JointReading, joint_readings
+from metasim_ros.core.joints import JointReader, JointReading
 from metasim_ros.core.scene import ModelInfo
 from metasim_ros.core.state import Action, State
 from metasim_ros.core.state_reader import StateReader
@@ -61,6 +61,7 @@ class MujocoHandler:
         self._reader = StateReader(m, self.models, self._datas, self.cameras, self._camera_poses,
                                    self._targets)
         self._writer = StateWriter(m, self._reader, self._targets, self.cameras, derived_tolerance)
+        self._joints = JointReader(m, self.joint_names, self._targets)
         self._split_step = m.opt.integrator != mujoco.mjtIntegrator.mjINT_RK4
         self.reset()
 
@@ -184,7 +185,7 @@ class MujocoHandler:
     def joint_states(self, env_id: int = 0, reference: str = "target") -> list[JointReading]:
         """Every joint's reading, errors = reference - current (see core.joints)."""
         e = self._env_ids([env_id])[0]
-        return joint_readings(self._model, self._datas[e], self.joint_names, self._targets, e, reference)
+        return self._joints.read(self._datas[e], e, reference)
 
     def close(self) -> None:
         """Release the GL context (if any camera was rendered)."""

@@ -4,10 +4,12 @@ Errors are desired - current. Positions of ball joints are quaternions [w,x,y,z]
 position error is the 3-vector rotation r with current * exp(r) = desired
 (mju_subQuat), expressed in the joint's (child body) frame like its velocity. A free
 joint is [x,y,z, w,qx,qy,qz] / [linear world, angular local] with 6-vector errors.
+Joints are laid out in qpos/qvel in id order, so whole vectors are read at once and
+each reading holds views into fresh copies.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple, Sequence
 
 import mujoco
 import numpy as np
@@ -17,17 +19,16 @@ from metasim_ros.core.actuation import JointTargets
 _FREE, _BALL = int(mujoco.mjtJoint.mjJNT_FREE), int(mujoco.mjtJoint.mjJNT_BALL)
 _QPOS_WIDTH = {0: 7, 1: 4, 2: 1, 3: 1}
 _DOF_WIDTH = {0: 6, 1: 3, 2: 1, 3: 1}
-_ZERO_POS = {0: np.array([0, 0, 0, 1, 0, 0, 0], float), 1: np.array([1, 0, 0, 0], float),
-             2: np.zeros(1), 3: np.zeros(1)}
+_ZERO_POS = {0: [0, 0, 0, 1, 0, 0, 0], 1: [1, 0, 0, 0], 2: [0], 3: [0]}
 _EMPTY = np.zeros(0)
+_EMPTY.flags.writeable = False
 
 
-@dataclass(frozen=True)
-class JointReading:
+class JointReading(NamedTuple):
     """One joint; type is mujoco.mjtJoint (0 FREE, 1 BALL, 2 SLIDE, 3 HINGE).
 
-    Target and error arrays are empty when the reference is "target" and the joint has
-    no target (it is not driven by a position servo or motor of a robot).
+    Target and error arrays are empty (read-only) when the joint has no reference: no
+    target for reference "target", or another type than the reference joint.
     """
 
     name: str
@@ -41,53 +42,61 @@ class JointReading:
     velocity_error: np.ndarray
 
 
-def position_error(jtype: int, desired: np.ndarray, current: np.ndarray) -> np.ndarray:
-    """desired - current in the joint's tangent space (3-vector rotations for quaternions)."""
-    if jtype == _BALL:
-        res = np.empty(3)
-        mujoco.mju_subQuat(res, desired, current)
-        return res
-    if jtype == _FREE:
-        rot = np.empty(3)
-        mujoco.mju_subQuat(rot, desired[3:], current[3:])
-        return np.concatenate([desired[:3] - current[:3], rot])
-    return desired - current
+class JointReader:
+    """Readings of every joint of a model (in id order) for any environment."""
 
+    def __init__(self, model: mujoco.MjModel, names: Sequence[str], targets: JointTargets) -> None:
+        self._names = list(names)
+        self._types = [int(t) for t in model.jnt_type]
+        self._q = [slice(a, a + _QPOS_WIDTH[t]) for a, t in zip(model.jnt_qposadr, self._types)]
+        self._d = [slice(a, a + _DOF_WIDTH[t]) for a, t in zip(model.jnt_dofadr, self._types)]
+        self._quats = [(j, self._q[j].start + (3 if t == _FREE else 0), self._d[j].start + (3 if t == _FREE else 0))
+                       for j, t in enumerate(self._types) if t in (_FREE, _BALL)]
+        self._zero = np.concatenate([_ZERO_POS[t] for t in self._types]).astype(float) \
+            if model.njnt else np.zeros(0)
+        self._nv = model.nv
+        self._targets = targets
+        self._t_qadr = model.jnt_qposadr[targets.joint_ids].astype(np.intp)
+        self._t_dadr = model.jnt_dofadr[targets.joint_ids].astype(np.intp)
+        self._has_target = [name in targets.index for name in self._names]
 
-def joint_readings(model: mujoco.MjModel, data: mujoco.MjData, names: list[str],
-                   targets: JointTargets, env: int, reference: str) -> list[JointReading]:
-    """Readings of every joint (`names` in id order) against `reference`.
-
-    reference: "target" (the joint's own target), "zero" (zero position/velocity,
-    identity quaternions) or the name of another joint; joints without a target, or of
-    another type than the reference joint, get empty target and error arrays.
-    """
-    ref_id = -1
-    if reference not in ("target", "zero"):
-        if reference not in names:
-            raise ValueError(f"reference {reference!r}: not 'target', 'zero' or a joint name")
-        ref_id = names.index(reference)
-    out = []
-    for j, name in enumerate(names):
-        jtype = int(model.jnt_type[j])
-        qa, da = model.jnt_qposadr[j], model.jnt_dofadr[j]
-        pos = data.qpos[qa:qa + _QPOS_WIDTH[jtype]].copy()
-        vel = data.qvel[da:da + _DOF_WIDTH[jtype]].copy()
-        effort = data.qfrc_actuator[da:da + _DOF_WIDTH[jtype]].copy()
-        p_ref = v_ref = None
-        if reference == "zero":
-            p_ref, v_ref = _ZERO_POS[jtype].copy(), np.zeros_like(vel)
-        elif ref_id >= 0 and model.jnt_type[ref_id] == jtype:
-            ra, rd = model.jnt_qposadr[ref_id], model.jnt_dofadr[ref_id]
-            p_ref = data.qpos[ra:ra + pos.size].copy()
-            v_ref = data.qvel[rd:rd + vel.size].copy()
-        elif ref_id < 0 and name in targets.index:
-            t = targets.index[name]
-            p_ref, v_ref = targets.pos[env, t:t + 1].copy(), targets.vel[env, t:t + 1].copy()
-        if p_ref is None:
-            out.append(JointReading(name, jtype, pos, vel, effort, _EMPTY.copy(), _EMPTY.copy(),
-                                    _EMPTY.copy(), _EMPTY.copy()))
+    def read(self, data: mujoco.MjData, env: int, reference: str) -> list[JointReading]:
+        """reference: "target", "zero" or another joint's name (same-type joints only)."""
+        qpos, qvel, eff = data.qpos.copy(), data.qvel.copy(), data.qfrc_actuator.copy()
+        vref = np.zeros(self._nv)
+        if reference == "target":
+            pref = qpos.copy()  # joints without a target get no errors; filler only
+            pref[self._t_qadr] = self._targets.pos[env]
+            vref[self._t_dadr] = self._targets.vel[env]
+            valid = self._has_target
+        elif reference == "zero":
+            pref = self._zero.copy()
+            valid = [True] * len(self._names)
+        elif reference in self._names:
+            r = self._names.index(reference)
+            pref = qpos.copy()
+            valid = [t == self._types[r] for t in self._types]
+            for j, ok in enumerate(valid):
+                if ok:
+                    pref[self._q[j]] = qpos[self._q[r]]
+                    vref[self._d[j]] = qvel[self._d[r]]
         else:
-            out.append(JointReading(name, jtype, pos, vel, effort, p_ref, v_ref,
-                                    position_error(jtype, p_ref, pos), v_ref - vel))
-    return out
+            raise ValueError(f"reference {reference!r}: not 'target', 'zero' or a joint name")
+        # tangent-space position error: a difference except for the quaternion parts
+        perr = np.empty(self._nv)
+        one_dof = [j for j, t in enumerate(self._types) if t not in (_FREE, _BALL)]
+        if one_dof:
+            qa = [self._q[j].start for j in one_dof]
+            perr[[self._d[j].start for j in one_dof]] = pref[qa] - qpos[qa]
+        for j, qa, da in self._quats:
+            if self._types[j] == _FREE:
+                perr[da - 3:da] = pref[qa - 3:qa] - qpos[qa - 3:qa]
+            mujoco.mju_subQuat(perr[da:da + 3], pref[qa:qa + 4], qpos[qa:qa + 4])
+        verr = vref - qvel
+        out = []
+        for name, t, q, d, ok in zip(self._names, self._types, self._q, self._d, valid):
+            if ok:
+                out.append(JointReading(name, t, qpos[q], qvel[d], eff[d], pref[q], vref[d], perr[d], verr[d]))
+            else:
+                out.append(JointReading(name, t, qpos[q], qvel[d], eff[d], _EMPTY, _EMPTY, _EMPTY, _EMPTY))
+        return out
