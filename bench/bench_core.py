@@ -71,6 +71,7 @@ def main() -> None:
     get16 = per_call_us(lambda: h16.get_states(render=False), 200)
     naive1 = per_call_us(lambda: naive_state(h1, d), 500)
     naive16 = per_call_us(lambda: [naive_state(h16, x) for x in h16.datas], 50)
+    joints1 = per_call_us(lambda: h1.joint_states(0), 2000)
     states = h16.get_states(render=False)
     set16 = per_call_us(lambda: h16.set_states(states), 20)
     h1.step(n=1)
@@ -84,6 +85,7 @@ def main() -> None:
     print(f"naive       1 env            {naive1:8.2f} us   = {naive1 / step:5.2f} x mj_step")
     print(f"naive      16 envs           {naive16:8.2f} us   = {naive16 / step:5.2f} x mj_step")
     print(f"speed-up over naive          {naive1 / get1:8.2f} x (1 env)   {naive16 / get16:.2f} x (16 envs)")
+    print(f"joint_states 1 env           {joints1:8.2f} us   = {joints1 / step:5.2f} x mj_step")
     print(f"set_states 16 envs (full)    {set16:8.2f} us   = {set16 / 16 / step:5.2f} x mj_step per env")
 
 

@@ -5,7 +5,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import mujoco
-import numpy as np
 
 from metasim_ros.core import scene as scene_mod
 from metasim_ros.core.actuation import JointTargets

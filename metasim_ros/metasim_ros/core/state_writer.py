@@ -92,7 +92,7 @@ class StateWriter:
             entries = as_mapping(entries, section)
             for name, entry in entries.items():
                 if section == "cameras":
-                    self._plan_camera(f"{section}.{name}" if isinstance(name, str) else section, name, entry)
+                    self._plan_camera(name, entry)
                 else:
                     lay = self._layout(section, name)
                     self._plan_model(plan, f"{section}.{name}", lay, as_mapping(entry, f"{section}.{name}"))
@@ -118,12 +118,13 @@ class StateWriter:
         _check(prefix.rstrip("."), name, self._layouts, "model")
         lay = self._layouts[name]
         if lay.section != section:
-            raise StateValidationError(f"{prefix}{name}", f"is {'a robot' if lay.section == 'robots' else 'an object'}, "
-                                       f"give it under {lay.section}")
+            kind = "a robot" if lay.section == "robots" else "an object"
+            raise StateValidationError(f"{prefix}{name}", f"is {kind}, give it under {lay.section}")
         return lay
 
-    def _plan_camera(self, key: str, name: Any, entry: Any) -> None:
+    def _plan_camera(self, name: Any, entry: Any) -> None:
         _check("cameras", name, self._cameras, "camera")
+        key = f"cameras.{name}"
         for k in as_mapping(entry, key):
             _check(key, k, CAMERA_KEYS, "camera key")
 

@@ -64,8 +64,10 @@ def test_robots_named_explicitly():
 def test_urdf_scene(tmp_path):
     urdf = tmp_path / "arm.urdf"
     urdf.write_text("""<robot name="arm">
-  <link name="base"><inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
-  <link name="link1"><inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial>
+  <link name="base"><inertial><mass value="1"/>
+    <inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="link1"><inertial><mass value="1"/>
+    <inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial>
     <collision><geometry><box size="0.1 0.1 0.3"/></geometry></collision></link>
   <joint name="j1" type="revolute"><parent link="base"/><child link="link1"/><origin xyz="0 0 0.2"/>
     <axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="10" velocity="1"/></joint>
