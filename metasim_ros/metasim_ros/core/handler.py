@@ -160,7 +160,11 @@ class MujocoHandler:
                     mujoco.mj_step1(m, d)
                 else:  # RK4 has no split form
                     mujoco.mj_step(m, d)
-            if not self._split_step:
+            if self._split_step:
+                # actuator forces of the new state too (mj_step2 recomputes them anyway),
+                # so effort reads the same as after mj_forward, e.g. after a restore
+                mujoco.mj_fwdActuation(m, d)
+            else:
                 mujoco.mj_forward(m, d)
 
     def reset(self, init_states: Sequence[State] | None = None) -> None:

@@ -31,7 +31,7 @@ class SimParameters:
     camera_height: int = 480
     render_quality: str = "fast"
     frame_prefix: str = ""
-    snapshot_dir: str = field(default_factory=_default_snapshot_dir)
+    snapshot_dir: str = ""
 
 
 _DESCRIPTIONS = {
@@ -49,7 +49,8 @@ _DESCRIPTIONS = {
     "camera_height": "camera image height in pixels",
     "render_quality": "'fast' (no shadows, no MSAA; right for CPU rendering) or 'quality'",
     "frame_prefix": "prefix of every TF frame name (e.g. 'sim/')",
-    "snapshot_dir": "directory that snapshot service paths resolve in; nothing outside it is read or written",
+    "snapshot_dir": "directory that snapshot service paths resolve in (empty = $ROS_HOME/metasim_snapshots); "
+                    "nothing outside it is read or written",
 }
 
 _positive = lambda v: None if v > 0 else "must be > 0"  # noqa: E731
@@ -85,6 +86,7 @@ def declare(node: Node) -> SimParameters:
         problem = _CHECKS.get(f.name, lambda v: None)(values[f.name])
         if problem:
             raise ValueError(f"parameter {f.name}={values[f.name]!r}: {problem}")
+    values["snapshot_dir"] = os.path.expanduser(values["snapshot_dir"] or _default_snapshot_dir())
     return SimParameters(**values)
 
 

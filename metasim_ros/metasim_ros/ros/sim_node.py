@@ -48,8 +48,7 @@ class SimNode(Node):
                                      fast_render=p.render_quality == "fast")
         self.loop = PhysicsLoop(self.handler, p.real_time_factor)
         self.loop.pause(p.paused)
-        Path(p.snapshot_dir).expanduser().mkdir(parents=True, exist_ok=True)
-        self.params.snapshot_dir = str(Path(p.snapshot_dir).expanduser())
+        Path(p.snapshot_dir).mkdir(parents=True, exist_ok=True)
 
         self.publish_group = MutuallyExclusiveCallbackGroup()
         self.service_group = MutuallyExclusiveCallbackGroup()

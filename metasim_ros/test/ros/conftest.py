@@ -49,6 +49,23 @@ class SimProcess:
                                      text=True, start_new_session=True)
         self.output = ""
 
+    def wait_serving(self, client: "Client", timeout: float = 30.0) -> "SimProcess":
+        """Wait until the node serves ~/get_states; fail at once (with its output) if it exits."""
+        from metasim_msgs.srv import GetStates
+        probe = client.node.create_client(GetStates, "/sim_node/get_states")
+        try:
+            deadline = time.monotonic() + timeout
+            while not probe.service_is_ready():
+                if self.proc.poll() is not None:
+                    self.output, _ = self.proc.communicate(timeout=5)
+                    raise AssertionError(f"sim_node exited with {self.proc.returncode}:\n{self.output}")
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"sim_node not serving after {timeout}s")
+                client.executor.spin_once(timeout_sec=0.05)
+        finally:
+            client.node.destroy_client(probe)
+        return self
+
     def stop(self, sig: int = signal.SIGINT, timeout: float = 5.0) -> int:
         """Signal the node, wait for it; kill it if it hangs (and say so)."""
         if self.proc.poll() is None:

@@ -31,8 +31,7 @@ def snapshot_dir(tmp_path):
 @pytest.fixture
 def node(start_node, client, snapshot_dir):
     proc = start_node({"paused": True, "snapshot_dir": str(snapshot_dir)})
-    client.call(GetStates, f"{NODE}/get_states", GetStates.Request(), timeout=30.0)
-    return proc
+    return proc.wait_serving(client)
 
 
 def get(client) -> list[WorldState]:

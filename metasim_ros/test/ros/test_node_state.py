@@ -62,8 +62,7 @@ def truth() -> Truth:
 @pytest.fixture
 def paused_node(start_node, client, tmp_path):
     node = start_node({"paused": True, "snapshot_dir": str(tmp_path)})
-    client.call(GetStates, "/sim_node/get_states", GetStates.Request(), timeout=30.0)
-    return node
+    return node.wait_serving(client)
 
 
 def vec(v) -> np.ndarray:

@@ -1,0 +1,152 @@
+"""sim_node over DDS: physics rate vs raw MuJoCo, service latency, camera streaming.
+
+Prints ratios measured in one run (this machine's absolute numbers mean little).
+Run with `make bench` (or inside `. tools/env.sh`).
+"""
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+os.environ["ROS_DOMAIN_ID"] = str(random.randint(11, 99))
+os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+import mujoco  # noqa: E402
+import numpy as np  # noqa: E402
+import rclpy  # noqa: E402
+from metasim_msgs.srv import GetStates, SetStates  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.node import Node  # noqa: E402
+from rosgraph_msgs.msg import Clock  # noqa: E402
+from sensor_msgs.msg import Image  # noqa: E402
+
+from metasim_ros.scenes import default_scene_path  # noqa: E402
+
+WINDOW = 3.0   # seconds of wall time per rate measurement
+
+
+def raw_steps_per_second(seconds: float = 2.0) -> float:
+    m = mujoco.MjModel.from_xml_path(default_scene_path())
+    d = mujoco.MjData(m)
+    mujoco.mj_resetDataKeyframe(m, d, 0)
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        for _ in range(100):
+            mujoco.mj_step(m, d)
+        n += 100
+    return n / (time.perf_counter() - t0)
+
+
+def start_node(**params) -> subprocess.Popen:
+    script = next(Path(p) / "lib/metasim_ros/sim_node" for p in os.environ["AMENT_PREFIX_PATH"].split(":")
+                  if (Path(p) / "lib/metasim_ros/sim_node").exists())
+    args = [a for k, v in params.items() for a in ("-p", f"{k}:={v}")]
+    return subprocess.Popen([sys.executable, str(script), "--ros-args", *args],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+
+def stop_node(p: subprocess.Popen) -> None:
+    p.send_signal(signal.SIGINT)
+    try:
+        p.wait(10)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+
+
+class Probe:
+    def __init__(self) -> None:
+        self.node = Node("bench_probe")
+        self.ex = SingleThreadedExecutor()
+        self.ex.add_node(self.node)
+        self.clock = 0.0
+        self.frames = 0
+        self.node.create_subscription(Clock, "/clock", self._on_clock, 10)
+
+    def _on_clock(self, m: Clock) -> None:
+        self.clock = m.clock.sec + m.clock.nanosec * 1e-9
+
+    def spin_for(self, seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self.ex.spin_once(timeout_sec=0.01)
+
+    def wait_service(self, client) -> None:
+        end = time.monotonic() + 60
+        while not client.service_is_ready():
+            if time.monotonic() > end:
+                raise RuntimeError("sim_node did not come up")
+            self.ex.spin_once(timeout_sec=0.05)
+
+    def sim_rate(self, timestep: float) -> float:
+        self.spin_for(0.5)
+        c0, t0 = self.clock, time.monotonic()
+        self.spin_for(WINDOW)
+        return (self.clock - c0) / timestep / (time.monotonic() - t0)
+
+    def call(self, client, request):
+        future = client.call_async(request)
+        end = time.monotonic() + 10
+        while not future.done():
+            if time.monotonic() > end:
+                raise RuntimeError("service call timed out")
+            self.ex.spin_once(timeout_sec=0.01)
+        return future.result()
+
+
+def main() -> None:
+    timestep = mujoco.MjModel.from_xml_path(default_scene_path()).opt.timestep
+    raw = raw_steps_per_second()
+    rclpy.init()
+    probe = Probe()
+    node = start_node(real_time_factor=0.0)
+    try:
+        get = probe.node.create_client(GetStates, "/sim_node/get_states")
+        setc = probe.node.create_client(SetStates, "/sim_node/set_states")
+        probe.wait_service(get)
+        node_rate = probe.sim_rate(timestep)
+        print(f"raw mj_step: {raw:,.0f} steps/s; sim_node (rtf 0, all publishers at defaults): "
+              f"{node_rate:,.0f} steps/s; ratio {node_rate / raw:.2f} (target >= 0.9)")
+
+        for name, client, req in (("get_states", get, GetStates.Request()),):
+            lat = []
+            for _ in range(200):
+                t0 = time.perf_counter()
+                res = probe.call(client, req)
+                lat.append(time.perf_counter() - t0)
+            print(f"{name} round trip over DDS: p50 {np.percentile(lat, 50) * 1e3:.2f} ms, "
+                  f"p99 {np.percentile(lat, 99) * 1e3:.2f} ms (while physics runs at rtf 0)")
+        set_req = SetStates.Request(states=res.states)
+        lat = []
+        for _ in range(200):
+            t0 = time.perf_counter()
+            ok = probe.call(setc, set_req).success
+            lat.append(time.perf_counter() - t0)
+        assert ok
+        print(f"set_states round trip over DDS: p50 {np.percentile(lat, 50) * 1e3:.2f} ms, "
+              f"p99 {np.percentile(lat, 99) * 1e3:.2f} ms (full state of every model)")
+
+        frames = []
+        probe.node.create_subscription(Image, "/sim_node/camera0/image_raw", frames.append, 2)
+        probe.spin_for(3.0)   # renderer start-up
+        frames.clear()
+        c0, t0 = probe.clock, time.monotonic()
+        probe.spin_for(WINDOW)
+        wall = time.monotonic() - t0
+        cam_rate = (probe.clock - c0) / timestep / wall
+        print(f"camera0 640x480 rgb+depth: {len(frames) / wall:.1f} frames/s received "
+              f"(camera_rate 15); physics meanwhile {cam_rate:,.0f} steps/s = "
+              f"{cam_rate / node_rate:.2f} of the rate without a camera subscriber")
+    finally:
+        stop_node(node)
+        rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    main()
