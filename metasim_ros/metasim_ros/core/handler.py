@@ -23,9 +23,10 @@ INITIAL_KEYFRAME = "home"
 class MujocoHandler:
     """Runs a MuJoCo scene in `num_envs` environments and speaks the MetaSim state.
 
-    MjData is kept *forward-consistent*: after construction, reset, set_states and
-    step, positions, velocities and everything derived from them (xpos, cvel, sensors,
-    cameras) describe the same instant, so states read right away are coherent.
+    Everything read through the handler (get_states, joint_states, `datas`) is
+    *forward-consistent*: xpos, cvel, sensors and cameras describe the current
+    qpos/qvel. step() itself only integrates; the mj_forward that brings derived
+    quantities up to date runs once, on the next read (sync), not after every step.
     Not thread-safe: callers serialise access (the node holds one lock).
     """
 
@@ -61,7 +62,7 @@ class MujocoHandler:
                                    self._targets)
         self._writer = StateWriter(m, self._reader, self._targets, self.cameras, derived_tolerance)
         self._joints = JointReader(m, self.joint_names, self._targets)
-        self._split_step = m.opt.integrator != mujoco.mjtIntegrator.mjINT_RK4
+        self._stale = [False] * num_envs  # stepped since derived quantities were computed
         self.reset()
 
     # -- properties ----------------------------------------------------------------
@@ -71,7 +72,22 @@ class MujocoHandler:
 
     @property
     def datas(self) -> list[mujoco.MjData]:
+        """The environments' MjData, with derived quantities (xpos, cvel, sensors, ...)
+        describing the current qpos/qvel."""
+        self.sync()
         return self._datas
+
+    def sync(self, env_ids: Sequence[int] | None = None) -> None:
+        """Compute derived quantities of environments stepped since they were last read.
+
+        step() only integrates (plain mj_step); the mj_forward that makes xpos & co.
+        describe the new state runs here, once, when something reads. mj_forward writes
+        nothing of the integration state, so the trajectory is mj_step's bit for bit.
+        """
+        for e in range(len(self._datas)) if env_ids is None else env_ids:
+            if self._stale[e]:
+                mujoco.mj_forward(self._model, self._datas[e])
+                self._stale[e] = False
 
     @property
     def num_envs(self) -> int:
@@ -99,7 +115,9 @@ class MujocoHandler:
     def get_states(self, env_ids: Sequence[int] | None = None, *, render: bool = True) -> list[State]:
         """One State per environment; render=False leaves out rgb/depth (cheap)."""
         states = []
-        for e in self._env_ids(env_ids):
+        ids = self._env_ids(env_ids)
+        self.sync(ids)
+        for e in ids:
             state = self._reader.read(e)
             if render:
                 self._render(self._datas[e], state)
@@ -119,6 +137,7 @@ class MujocoHandler:
 
     def _plans(self, requests: Any, env_ids: Sequence[int] | None, what: str, action: bool) -> list[Plan]:
         ids = self._env_ids(env_ids)
+        self.sync(ids)
         if not isinstance(requests, Sequence) or isinstance(requests, (str, bytes)):
             raise StateValidationError("", f"expected a list of {what} (one per environment), "
                                        f"got {type(requests).__name__}")
@@ -148,24 +167,16 @@ class MujocoHandler:
         if actions is not None:
             for plan in self._plans(actions, None, "actions", action=True):
                 self._writer.apply_targets(plan)
-        m, pd = self._model, self._targets.has_pd
+        m, pd, step = self._model, self._targets.has_pd, mujoco.mj_step
         for e, d in enumerate(self._datas):
-            for _ in range(n):
-                if pd:
+            if pd:
+                for _ in range(n):
                     self._targets.apply_pd(e, d)
-                if self._split_step:
-                    # step2 then step1 == mj_step bit for bit, and leaves the derived
-                    # quantities describing the new qpos/qvel
-                    mujoco.mj_step2(m, d)
-                    mujoco.mj_step1(m, d)
-                else:  # RK4 has no split form
-                    mujoco.mj_step(m, d)
-            if self._split_step:
-                # actuator forces of the new state too (mj_step2 recomputes them anyway),
-                # so effort reads the same as after mj_forward, e.g. after a restore
-                mujoco.mj_fwdActuation(m, d)
+                    step(m, d)
             else:
-                mujoco.mj_forward(m, d)
+                for _ in range(n):
+                    step(m, d)
+            self._stale[e] = self._stale[e] or n > 0
 
     def reset(self, init_states: Sequence[State] | None = None) -> None:
         """Every env back to the initial state ('home' keyframe, else the model's
@@ -177,6 +188,7 @@ class MujocoHandler:
                 mujoco.mj_resetData(self._model, d)
             self._targets.hold(e, d)
             mujoco.mj_forward(self._model, d)
+            self._stale[e] = False
         if init_states is not None:
             self.set_states(init_states)
 
@@ -184,10 +196,12 @@ class MujocoHandler:
         """mj_forward on one or all environments (after writing MjData directly)."""
         for e in self._env_ids(None if env_id is None else [env_id]):
             mujoco.mj_forward(self._model, self._datas[e])
+            self._stale[e] = False
 
     def joint_states(self, env_id: int = 0, reference: str = "target") -> list[JointReading]:
         """Every joint's reading, errors = reference - current (see core.joints)."""
         e = self._env_ids([env_id])[0]
+        self.sync([e])
         return self._joints.read(self._datas[e], e, reference)
 
     def close(self) -> None:

@@ -111,6 +111,7 @@ class SimServices:
         self.loop.step_now(request.steps)
         self.node.publish_now()
         response.success = True
-        response.time = self.handler.datas[0].time
+        with self.loop.access():
+            response.time = self.handler.datas[0].time
         response.message = f"stepped {request.steps} step(s) to t={response.time:.9g}"
         return response

@@ -108,7 +108,8 @@ class SimNode(Node):
         self.publish_tf()
 
     def publish_clock(self) -> None:
-        self._clock_msg.clock = stamp(self.handler.datas[0].time)
+        with self.loop.access():
+            self._clock_msg.clock = stamp(self.handler.datas[0].time)
         self._clock_pub.publish(self._clock_msg)
 
     def publish_joint_states(self) -> None:

@@ -120,6 +120,7 @@ def test_velocity_set_is_velocity_seen(scene_name, body):
     d, dt = h.datas[0], h.timestep
     p0, q0 = d.body(body).xpos.copy(), d.body(body).xquat.copy()
     h.step()
+    d = h.datas[0]  # through the handler: derived quantities are computed on read
     np.testing.assert_allclose((d.body(body).xpos - p0) / dt, vel, atol=1e-9)
     local = np.zeros(3)
     mujoco.mju_subQuat(local, d.body(body).xquat, q0)  # q0 * exp(local) = q1
