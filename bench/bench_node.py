@@ -100,6 +100,23 @@ class Probe:
         return future.result()
 
 
+def quick_ratio(**params) -> None:
+    """Physics rate of a node started with `params` (for exploring what costs what)."""
+    timestep = mujoco.MjModel.from_xml_path(default_scene_path()).opt.timestep
+    raw = raw_steps_per_second()
+    rclpy.init()
+    probe = Probe()
+    node = start_node(real_time_factor=0.0, **params)
+    try:
+        get = probe.node.create_client(GetStates, "/sim_node/get_states")
+        probe.wait_service(get)
+        rate = probe.sim_rate(timestep)
+        print(f"{params}: {rate:,.0f} steps/s = {rate / raw:.2f} of raw mj_step")
+    finally:
+        stop_node(node)
+        rclpy.try_shutdown()
+
+
 def main() -> None:
     timestep = mujoco.MjModel.from_xml_path(default_scene_path()).opt.timestep
     raw = raw_steps_per_second()
@@ -149,4 +166,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) > 1:   # e.g. bench_node.py tf_rate=1.0 world_state_rate=1.0
+        quick_ratio(**dict(a.split("=", 1) for a in sys.argv[1:]))
+    else:
+        main()

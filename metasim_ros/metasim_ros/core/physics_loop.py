@@ -1,9 +1,12 @@
 """Physics thread: steps a handler at a real-time factor, pausable, with fair access.
 
 The loop holds the simulation lock only while stepping one small batch. Callers that
-need the simulation (services, publishers) announce themselves through `access()`;
-the loop then yields the lock before its next batch, so a service never waits behind
-an as-fast-as-possible physics loop.
+need the simulation (services, the camera thread) announce themselves through
+`access()`; the loop then yields the lock before its next batch, so a service never
+waits behind an as-fast-as-possible physics loop.
+
+Periodic readers (publishers) run *in* this thread through `on_tick`, between batches:
+handing the lock to another thread and back costs far more than reading the state.
 """
 from __future__ import annotations
 
@@ -26,13 +29,16 @@ class PhysicsLoop:
     MAX_BATCH = 10
 
     def __init__(self, handler: Steppable, real_time_factor: float = 1.0,
-                 on_steps: Callable[[int], None] | None = None) -> None:
+                 on_tick: Callable[[], None] | None = None, tick_period: float = 0.005) -> None:
+        """on_tick: called in the physics thread after every batch, and at least every
+        `tick_period` seconds while paused or waiting for real time."""
         self.handler = handler
         self._wake = threading.Event()
         self._resync = True
         self._rtf = 0.0
         self.real_time_factor = real_time_factor
-        self._on_steps = on_steps
+        self._on_tick = on_tick
+        self._tick_period = tick_period
         self._lock = threading.Lock()
         self._waiters = 0
         self._waiters_lock = threading.Lock()
@@ -42,7 +48,6 @@ class PhysicsLoop:
         self._running.set()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self.steps_taken = 0
 
     # -- configuration -------------------------------------------------------------
     @property
@@ -55,7 +60,7 @@ class PhysicsLoop:
             raise ValueError(f"real_time_factor must be >= 0 (0 = as fast as possible), got {value}")
         self._rtf = float(value)
         self._resync = True
-        self._wake_loop()
+        self._wake.set()
 
     @property
     def paused(self) -> bool:
@@ -67,7 +72,7 @@ class PhysicsLoop:
         else:
             self._resync = True
             self._running.set()
-        self._wake_loop()
+        self._wake.set()
 
     # -- access from other threads -------------------------------------------------
     @contextmanager
@@ -91,9 +96,6 @@ class PhysicsLoop:
             raise ValueError(f"number of steps must be >= 0, got {n}")
         with self.access():
             self.handler.step(n=n)
-            self.steps_taken += n
-        if self._on_steps is not None and n:
-            self._on_steps(n)
 
     # -- thread lifecycle ----------------------------------------------------------
     def start(self) -> None:
@@ -103,23 +105,24 @@ class PhysicsLoop:
 
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
-        self._wake_loop()
+        self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout)
             self._thread = None
 
-    def _wake_loop(self) -> None:
-        self._wake.set()
+    def _idle(self, seconds: float) -> None:
+        self._wake.wait(min(seconds, self._tick_period))
+        self._wake.clear()
 
     def _run(self) -> None:
         dt = self.handler.timestep
-        self._resync = True
         wall0 = 0.0
         done = 0
         while not self._stop.is_set():
+            if self._on_tick is not None:
+                self._on_tick()
             if not self._running.is_set():
-                self._wake.wait(0.1)
-                self._wake.clear()
+                self._idle(self._tick_period)
                 continue
             if self._resync:
                 self._resync = False
@@ -128,10 +131,7 @@ class PhysicsLoop:
             if rtf > 0.0:
                 due = int((time.perf_counter() - wall0) * rtf / dt) - done
                 if due <= 0:
-                    delay = (done + 1) * dt / rtf - (time.perf_counter() - wall0)
-                    if delay > 0:
-                        self._wake.wait(delay)
-                        self._wake.clear()
+                    self._idle((done + 1) * dt / rtf - (time.perf_counter() - wall0))
                     continue
                 if due > 50 * self.MAX_BATCH:    # far behind (e.g. after a long stall):
                     self._resync = True           # drop the backlog instead of racing
@@ -144,7 +144,4 @@ class PhysicsLoop:
                 if self._stop.is_set() or not self._running.is_set():
                     continue
                 self.handler.step(n=n)
-                self.steps_taken += n
             done += n
-            if self._on_steps is not None:
-                self._on_steps(n)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import traceback
 from pathlib import Path
 from typing import Callable
 
@@ -19,15 +20,20 @@ EXPECTED = (StateValidationError, PathRefused, SnapshotError, ValueError)
 
 
 def replying(fn: Callable) -> Callable:
-    """Turn an expected exception into success=false, message=the error."""
+    """Turn an exception into success=false with the error as message. Expected ones
+    (the caller's fault) are just replied; anything else is also logged with its
+    traceback. Either way the node keeps serving."""
     @functools.wraps(fn)
     def wrapper(self, request, response):
         try:
             return fn(self, request, response)
         except EXPECTED as exc:
-            response.success = False
-            response.message = str(exc)
-            return response
+            response.success, response.message = False, str(exc)
+        except Exception as exc:  # a bug: say so, keep serving
+            self.node.get_logger().error(
+                f"{fn.__name__} failed:\n{traceback.format_exc()}")
+            response.success, response.message = False, f"internal error: {exc!r}"
+        return response
     return wrapper
 
 
@@ -63,7 +69,7 @@ class SimServices:
         return response
 
     def get_states(self, request: GetStates.Request, response: GetStates.Response):
-        response.states = self.node.world_states(copy=True)
+        response.states = self.node.world_states()
         return response
 
     @replying

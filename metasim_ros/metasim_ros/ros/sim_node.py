@@ -2,16 +2,18 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
 
 import rclpy
 from metasim_msgs.msg import WorldState
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-from rosgraph_msgs.msg import Clock
+from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import JointState
 from tf2_msgs.msg import TFMessage
 
@@ -21,24 +23,23 @@ from metasim_ros.core.frames import FrameTree
 from metasim_ros.core.physics_loop import PhysicsLoop
 from metasim_ros.ros import parameters
 from metasim_ros.ros.camera_streamer import CameraStreamer
-from metasim_ros.ros.conversions import (JointStateFiller, WorldStateFiller, stamp,
-                                         targets_from_joint_state)
+from metasim_ros.ros.conversions import WorldStateFiller, targets_from_joint_state
 from metasim_ros.ros.services import SimServices
-from metasim_ros.ros.tf import DynamicTf, static_message
+from metasim_ros.ros.streams import Streams
+from metasim_ros.ros.tf import static_message
 
 #: /tf_static: latched for late joiners (what a StaticTransformBroadcaster does).
 TF_STATIC_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                            reliability=ReliabilityPolicy.RELIABLE)
-#: /clock: reliable keep-last-1 matches both reliable and best-effort (rclpy's) readers.
-CLOCK_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
+#: The physics thread releases the GIL inside every mj_step; with Python's default 5 ms
+#: switch interval it then waits behind any busy callback thread for up to that long.
+SWITCH_INTERVAL = 2e-4
 
 
 class SimNode(Node):
-    """One simulation; physics in its own thread, ROS callbacks in an executor.
-
-    Callback groups: publishers share one group, services another, camera rendering
-    runs in its own thread; all reach the simulation through `loop.access()`.
-    """
+    """One simulation. Physics and the periodic topics run in the physics thread;
+    services and subscriptions in the executor; camera rendering in its own thread.
+    All reach the simulation through `loop.access()`."""
 
     def __init__(self) -> None:
         super().__init__("sim_node")
@@ -46,39 +47,21 @@ class SimNode(Node):
         self.handler = MujocoHandler(p.scene or None, num_envs=p.num_envs, robots=p.robots or None,
                                      camera_size=(p.camera_width, p.camera_height),
                                      fast_render=p.render_quality == "fast")
-        self.loop = PhysicsLoop(self.handler, p.real_time_factor)
-        self.loop.pause(p.paused)
         Path(p.snapshot_dir).mkdir(parents=True, exist_ok=True)
 
-        self.publish_group = MutuallyExclusiveCallbackGroup()
-        self.service_group = MutuallyExclusiveCallbackGroup()
-
-        self._clock_pub = self.create_publisher(Clock, "/clock", CLOCK_QOS)
-        self._clock_msg = Clock()
-        self._joint_pub = self.create_publisher(JointState, "joint_states", 10)
-        self._joints = JointStateFiller(self.handler)
-        self._world_pub = self.create_publisher(WorldState, "~/world_state", 10)
-        self._world = WorldStateFiller(self.handler)
-        self._tree = FrameTree(self.handler.model, self.handler.body_names, p.frame_prefix)
-        self._tf_pub = self.create_publisher(TFMessage, "/tf", 100)
-        self._tf = DynamicTf(self._tree)
+        tree = FrameTree(self.handler.model, self.handler.body_names, p.frame_prefix)
         self._tf_static_pub = self.create_publisher(TFMessage, "/tf_static", TF_STATIC_QOS)
-        self._tf_static_pub.publish(static_message(self._tree, self.handler.datas[0].time))
+        self._tf_static_pub.publish(static_message(tree, self.handler.datas[0].time))
+        self.streams = Streams(self, tree)
+        self.loop = PhysicsLoop(self.handler, p.real_time_factor, on_tick=self.streams.tick)
+        self.loop.pause(p.paused)
 
+        self.service_group = MutuallyExclusiveCallbackGroup()
         self._robot_of_joint = {j: r.name for r in self.handler.robots for j in r.joints}
         self.create_subscription(JointState, "~/joint_targets", self._on_joint_targets, 10,
                                  callback_group=self.service_group)
         self.sim_services = SimServices(self)
         self.cameras = CameraStreamer(self)
-
-        self._rate_timers = {
-            "clock_rate": self.create_timer(1 / p.clock_rate, self.publish_clock, self.publish_group),
-            "joint_state_rate": self.create_timer(1 / p.joint_state_rate, self.publish_joint_states,
-                                                  self.publish_group),
-            "world_state_rate": self.create_timer(1 / p.world_state_rate, self.publish_world_states,
-                                                  self.publish_group),
-            "tf_rate": self.create_timer(1 / p.tf_rate, self.publish_tf, self.publish_group),
-        }
         self.add_on_set_parameters_callback(parameters.check_update)
         self.add_post_set_parameters_callback(self._apply_parameters)
 
@@ -99,43 +82,21 @@ class SimNode(Node):
         self.cameras.stop()
         self.loop.stop()
 
-    # -- publishers ------------------------------------------------------------------
+    # -- state access for streams and services ----------------------------------------
+    def read_world(self, env_id: int) -> tuple:
+        """(core state, joint readings) of one env; call with the simulation held."""
+        return self.handler.get_states([env_id], render=False)[0], self.handler.joint_states(env_id)
+
+    def world_states(self) -> list[WorldState]:
+        """New WorldState messages of every env (for service replies)."""
+        with self.loop.access():
+            readings = [self.read_world(e) for e in range(self.handler.num_envs)]
+        filler = WorldStateFiller(self.handler)
+        return [filler.fill(e, *r) for e, r in enumerate(readings)]
+
     def publish_now(self) -> None:
-        """Publish every stream at once (after a service changed the state)."""
-        self.publish_clock()
-        self.publish_joint_states()
-        self.publish_world_states()
-        self.publish_tf()
-
-    def publish_clock(self) -> None:
-        with self.loop.access():
-            self._clock_msg.clock = stamp(self.handler.datas[0].time)
-        self._clock_pub.publish(self._clock_msg)
-
-    def publish_joint_states(self) -> None:
-        with self.loop.access():
-            msg = self._joints.fill(env_id=0)
-        self._joint_pub.publish(msg)
-
-    def _read_world(self, env_id: int):
-        with self.loop.access():
-            state = self.handler.get_states([env_id], render=False)[0]
-            readings = self.handler.joint_states(env_id)
-        return state, readings
-
-    def publish_world_states(self) -> None:
-        for env_id in range(self.handler.num_envs):
-            self._world_pub.publish(self._world.fill(env_id, *self._read_world(env_id)))
-
-    def world_states(self, copy: bool = False) -> list[WorldState]:
-        """WorldState of every env; copy=True builds new messages (for service replies)."""
-        filler = WorldStateFiller(self.handler) if copy else self._world
-        return [filler.fill(e, *self._read_world(e)) for e in range(self.handler.num_envs)]
-
-    def publish_tf(self) -> None:
-        with self.loop.access():
-            msg = self._tf.fill(self.handler.datas[0])
-        self._tf_pub.publish(msg)
+        """Publish every periodic topic at once (after a service changed the state)."""
+        self.streams.publish_all_soon()
 
     # -- subscriptions ---------------------------------------------------------------
     def _on_joint_targets(self, msg: JointState) -> None:
@@ -154,25 +115,30 @@ class SimNode(Node):
                 self.loop.real_time_factor = param.value
             elif param.name == "paused":
                 self.loop.pause(param.value)
-            elif param.name in self._rate_timers:
-                self._rate_timers[param.name].timer_period_ns = int(1e9 / param.value)
+            elif param.name.endswith("_rate") and param.name != "camera_rate":
+                self.streams.set_rate(param.name, param.value)
 
 
 def main(args: list[str] | None = None) -> int:
-    rclpy.init(args=args)
+    sys.setswitchinterval(SWITCH_INTERVAL)
+    # Our own SIGINT/SIGTERM handling: stop spinning first, then tear down in order, so
+    # no callback runs against a context that is already shut down.
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
     try:
         node = SimNode()
     except Exception as exc:  # bad scene, parameter or file: one clear line, no traceback wall
         print(f"sim_node: cannot start: {exc}", file=sys.stderr)
         rclpy.try_shutdown()
         return 1
-    executor = MultiThreadedExecutor(num_threads=4)
+    executor = MultiThreadedExecutor(num_threads=3)
     executor.add_node(node)
     try:
         node.start()
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+        while not stop.is_set():
+            executor.spin_once(timeout_sec=0.1)
     finally:
         node.shutdown()
         executor.shutdown(timeout_sec=2.0)

@@ -40,14 +40,18 @@ class DynamicTf:
                              [_transform(tree.world, tree.camera_names[c])
                               for c in tree.cameras_tracking])
 
-    def fill(self, data) -> TFMessage:
-        now = stamp(data.time)
-        pos, quat = self._tree.dynamic(data)
+    def read(self, data) -> tuple:
+        """What fill() needs, copied out of MjData (cheap; done under the simulation lock)."""
+        return (data.time, *self._tree.dynamic(data), self._tree.tracking_cameras(data))
+
+    def fill(self, reading: tuple) -> TFMessage:
+        sim_time, pos, quat, cameras = reading
+        now = stamp(sim_time)
         transforms = self.msg.transforms
         for i in range(len(pos)):
             transforms[i].header.stamp = now
             _set(transforms[i], pos[i], quat[i])
-        for t, (_, p, q) in zip(transforms[len(pos):], self._tree.tracking_cameras(data)):
+        for t, (_, p, q) in zip(transforms[len(pos):], cameras):
             t.header.stamp = now
             _set(t, p, q)
         return self.msg

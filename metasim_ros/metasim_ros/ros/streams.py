@@ -1,0 +1,88 @@
+"""The node's periodic topics (/clock, joint_states, ~/world_state, /tf).
+
+They are published from the physics thread, between physics batches (PhysicsLoop's
+on_tick): one short lock hold copies what every due topic needs, messages are filled
+and published after it. No lock hand-off between threads per publish, and the
+preallocated messages are only ever touched by this one thread.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from metasim_msgs.msg import WorldState
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
+from tf2_msgs.msg import TFMessage
+
+from metasim_ros.core.frames import FrameTree
+from metasim_ros.ros.conversions import JointStateFiller, WorldStateFiller, stamp
+from metasim_ros.ros.tf import DynamicTf
+
+#: /clock: reliable keep-last-1 matches both reliable and best-effort (rclpy's) readers.
+CLOCK_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
+
+
+@dataclass
+class _Stream:
+    period: float
+    read: Callable[[], Any]          # under the simulation lock: copy what is needed
+    publish: Callable[[Any], None]   # after it: fill and publish
+    due: float = 0.0
+
+
+class Streams:
+    """Rates are wall-clock Hz; `set_rate` takes a parameter name (e.g. 'tf_rate')."""
+
+    def __init__(self, node, tree: FrameTree) -> None:
+        self._node = node
+        h = node.handler
+        p = node.params
+        clock_pub = node.create_publisher(Clock, "/clock", CLOCK_QOS)
+        clock_msg = Clock()
+        joint_pub = node.create_publisher(JointState, "joint_states", 10)
+        joints = JointStateFiller(h)
+        world_pub = node.create_publisher(WorldState, "~/world_state", 10)
+        world = WorldStateFiller(h)
+        tf_pub = node.create_publisher(TFMessage, "/tf", 100)
+        tf = DynamicTf(tree)
+
+        def publish_clock(sim_time: float) -> None:
+            clock_msg.clock = stamp(sim_time)
+            clock_pub.publish(clock_msg)
+
+        def publish_world(readings: list) -> None:
+            for env_id, (state, joint_readings) in enumerate(readings):
+                world_pub.publish(world.fill(env_id, state, joint_readings))
+
+        self._streams = {
+            "clock_rate": _Stream(1 / p.clock_rate, lambda: h.datas[0].time, publish_clock),
+            "joint_state_rate": _Stream(1 / p.joint_state_rate, joints.fill, joint_pub.publish),
+            "world_state_rate": _Stream(
+                1 / p.world_state_rate,
+                lambda: [node.read_world(e) for e in range(h.num_envs)], publish_world),
+            "tf_rate": _Stream(1 / p.tf_rate, lambda: tf.read(h.datas[0]),
+                               lambda r: tf_pub.publish(tf.fill(r))),
+        }
+
+    def set_rate(self, name: str, hz: float) -> None:
+        self._streams[name].period = 1.0 / hz
+
+    def publish_all_soon(self) -> None:
+        """After a service changed the state: every topic at the next tick."""
+        for s in self._streams.values():
+            s.due = 0.0
+
+    def tick(self) -> None:
+        now = time.monotonic()
+        due = [s for s in self._streams.values() if now >= s.due]
+        if not due:
+            return
+        with self._node.loop.access():
+            readings = [s.read() for s in due]
+        for s, reading in zip(due, readings):
+            s.publish(reading)
+            nxt = s.due + s.period
+            s.due = nxt if nxt > now else now + s.period   # no bursts to catch up after a stall
