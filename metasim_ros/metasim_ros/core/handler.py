@@ -1,6 +1,7 @@
 """MujocoHandler: one MjModel, N independent MjData, read and written as MetaSim states."""
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,6 +19,13 @@ from metasim_ros.core.state_writer import Plan, StateWriter
 
 #: Name of the keyframe a scene starts in and resets to (the model defaults otherwise).
 INITIAL_KEYFRAME = "home"
+
+
+#: MuJoCo's instability warnings (it resets the MjData when one fires).
+_UNSTABLE = (mujoco.mjtWarning.mjWARN_BADQPOS, mujoco.mjtWarning.mjWARN_BADQVEL,
+             mujoco.mjtWarning.mjWARN_BADQACC)
+_UNSTABLE_TEXT = ("NaN, Inf or huge value in qpos", "NaN, Inf or huge value in qvel",
+                  "NaN, Inf or huge value in qacc")
 
 
 class MujocoHandler:
@@ -106,7 +114,13 @@ class MujocoHandler:
     def _env_ids(self, env_ids: Sequence[int] | None) -> list[int]:
         if env_ids is None:
             return list(range(self.num_envs))
-        ids = [int(e) for e in env_ids]
+        try:
+            ids = list(env_ids)
+        except TypeError:
+            raise StateValidationError("env_ids", f"expected a list of ints, got {type(env_ids).__name__}") from None
+        if not all(isinstance(e, numbers.Integral) and not isinstance(e, bool) for e in ids):
+            raise StateValidationError("env_ids", f"{ids}: env ids must be ints")
+        ids = [int(e) for e in ids]
         bad = [e for e in ids if not 0 <= e < self.num_envs]
         if bad or len(set(ids)) != len(ids):
             raise StateValidationError("env_ids", f"{ids}: must be distinct, in [0, {self.num_envs})")
@@ -178,10 +192,33 @@ class MujocoHandler:
                     step(m, d)
             self._stale[e] = self._stale[e] or n > 0
 
-    def reset(self, init_states: Sequence[State] | None = None) -> None:
-        """Every env back to the initial state ('home' keyframe, else the model's
-        defaults) with targets holding it, then `init_states` through set_states."""
+    def divergence(self) -> dict[int, str]:
+        """Environments whose physics blew up since the last call: {env: what MuJoCo saw}.
+
+        MuJoCo detects NaN, Inf or huge values in qpos/qvel/qacc itself, warns, and
+        resets that MjData to the model defaults; this turns its warning counters into
+        events a caller can act on (reset to the initial state, pause, report). The
+        counters are consumed (zeroed): MuJoCo's reset may leave them at the same value
+        for the next blow-up, so a count could not tell two events apart.
+        """
+        events = {}
         for e, d in enumerate(self._datas):
+            what = [f"{text} (DOF {int(d.warning[w].lastinfo)})"
+                    for w, text in zip(_UNSTABLE, _UNSTABLE_TEXT) if d.warning[w].number > 0]
+            if what:
+                events[e] = "; ".join(what)
+                for w in _UNSTABLE:
+                    d.warning[w].number = 0
+        return events
+
+    def reset(self, init_states: Sequence[State] | None = None,
+              env_ids: Sequence[int] | None = None) -> None:
+        """Envs (default: all) back to the initial state ('home' keyframe, else the
+        model's defaults) with targets holding it, then `init_states` (one per env
+        reset) through set_states."""
+        ids = self._env_ids(env_ids)
+        for e in ids:
+            d = self._datas[e]
             if self._key >= 0:
                 mujoco.mj_resetDataKeyframe(self._model, d, self._key)
             else:
@@ -190,7 +227,7 @@ class MujocoHandler:
             mujoco.mj_forward(self._model, d)
             self._stale[e] = False
         if init_states is not None:
-            self.set_states(init_states)
+            self.set_states(init_states, ids)
 
     def forward(self, env_id: int | None = None) -> None:
         """mj_forward on one or all environments (after writing MjData directly)."""

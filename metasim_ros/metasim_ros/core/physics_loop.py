@@ -21,6 +21,8 @@ class Steppable(Protocol):
 
     def step(self, actions=None, n: int = 1) -> None: ...
 
+    def divergence(self) -> dict[int, str]: ...
+
 
 class PhysicsLoop:
     """Runs `handler.step` in its own thread, keeping sim time = rtf x wall time."""
@@ -29,15 +31,19 @@ class PhysicsLoop:
     MAX_BATCH = 10
 
     def __init__(self, handler: Steppable, real_time_factor: float = 1.0,
-                 on_tick: Callable[[], None] | None = None, tick_period: float = 0.005) -> None:
+                 on_tick: Callable[[], None] | None = None, tick_period: float = 0.005,
+                 on_diverged: Callable[[dict[int, str]], None] | None = None) -> None:
         """on_tick: called in the physics thread after every batch, and at least every
-        `tick_period` seconds while paused or waiting for real time."""
+        `tick_period` seconds while paused or waiting for real time.
+        on_diverged: called (outside the lock) with handler.divergence() when the
+        physics of some environment blew up while stepping."""
         self.handler = handler
         self._wake = threading.Event()
         self._resync = True
         self._rtf = 0.0
         self.real_time_factor = real_time_factor
         self._on_tick = on_tick
+        self._on_diverged = on_diverged
         self._tick_period = tick_period
         self._lock = threading.Lock()
         self._waiters = 0
@@ -96,6 +102,9 @@ class PhysicsLoop:
             raise ValueError(f"number of steps must be >= 0, got {n}")
         with self.access():
             self.handler.step(n=n)
+            events = self.handler.divergence()
+        if events and self._on_diverged is not None:
+            self._on_diverged(events)
 
     # -- thread lifecycle ----------------------------------------------------------
     def start(self) -> None:
@@ -144,4 +153,7 @@ class PhysicsLoop:
                 if self._stop.is_set() or not self._running.is_set():
                     continue
                 self.handler.step(n=n)
+                events = self.handler.divergence()
             done += n
+            if events and self._on_diverged is not None:
+                self._on_diverged(events)

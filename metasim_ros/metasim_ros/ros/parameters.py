@@ -31,6 +31,7 @@ class SimParameters:
     camera_height: int = 480
     render_quality: str = "fast"
     frame_prefix: str = ""
+    on_divergence: str = "reset"
     snapshot_dir: str = ""
 
 
@@ -49,6 +50,9 @@ _DESCRIPTIONS = {
     "camera_height": "camera image height in pixels",
     "render_quality": "'fast' (no shadows, no MSAA; right for CPU rendering) or 'quality'",
     "frame_prefix": "prefix of every TF frame name (e.g. 'sim/')",
+    "on_divergence": "when the physics of an env blows up (NaN/Inf/huge values): 'reset' it to the "
+                     "initial state and continue, or 'pause' the simulation; both are logged and "
+                     "reported by ~/status",
     "snapshot_dir": "directory that snapshot service paths resolve in (empty = $ROS_HOME/metasim_snapshots); "
                     "nothing outside it is read or written",
 }
@@ -63,11 +67,12 @@ _CHECKS: dict[str, Callable[[Any], str | None]] = {
     "camera_width": lambda v: None if 1 <= v <= 8192 else "must be in 1..8192",
     "camera_height": lambda v: None if 1 <= v <= 8192 else "must be in 1..8192",
     "render_quality": lambda v: None if v in ("fast", "quality") else "must be 'fast' or 'quality'",
+    "on_divergence": lambda v: None if v in ("reset", "pause") else "must be 'reset' or 'pause'",
 }
 
 #: Parameters that can change while the node runs; all others are read at start-up.
-DYNAMIC = {"paused", "real_time_factor", "clock_rate", "joint_state_rate", "world_state_rate",
-           "tf_rate", "camera_rate"}
+DYNAMIC = {"paused", "real_time_factor", "on_divergence", "clock_rate", "joint_state_rate",
+           "world_state_rate", "tf_rate", "camera_rate"}
 
 
 def declare(node: Node) -> SimParameters:

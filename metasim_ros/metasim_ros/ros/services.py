@@ -53,6 +53,7 @@ class SimServices:
             (Trigger, "~/reset", self.reset),
             (SetBool, "~/pause", self.pause),
             (Step, "~/step", self.step),
+            (Trigger, "~/status", self.status),
         ):
             node.create_service(srv_type, name, cb, callback_group=group)
 
@@ -99,13 +100,20 @@ class SimServices:
     def reset(self, request: Trigger.Request, response: Trigger.Response):
         with self.loop.access():
             self.handler.reset()
+        self.node.halted = False
         self.node.publish_now()
         response.success, response.message = True, "reset to the initial state"
+        return response
+
+    def status(self, request: Trigger.Request, response: Trigger.Response):
+        response.success, response.message = self.node.status()
         return response
 
     @replying
     def pause(self, request: SetBool.Request, response: SetBool.Response):
         self.loop.pause(request.data)
+        if not request.data:
+            self.node.halted = False
         response.success = True
         response.message = "paused" if request.data else "running"
         return response

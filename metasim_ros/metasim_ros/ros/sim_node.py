@@ -53,7 +53,10 @@ class SimNode(Node):
         self._tf_static_pub = self.create_publisher(TFMessage, "/tf_static", TF_STATIC_QOS)
         self._tf_static_pub.publish(static_message(tree, self.handler.datas[0].time))
         self.streams = Streams(self, tree)
-        self.loop = PhysicsLoop(self.handler, p.real_time_factor, on_tick=self.streams.tick)
+        self.divergences: list[str] = []   # what ~/status reports
+        self.halted = False                # paused by a divergence, until resumed or reset
+        self.loop = PhysicsLoop(self.handler, p.real_time_factor, on_tick=self.streams.tick,
+                                on_diverged=self._on_diverged)
         self.loop.pause(p.paused)
 
         self.service_group = MutuallyExclusiveCallbackGroup()
@@ -97,6 +100,36 @@ class SimNode(Node):
     def publish_now(self) -> None:
         """Publish every periodic topic at once (after a service changed the state)."""
         self.streams.publish_all_soon()
+
+    def _on_diverged(self, events: dict[int, str]) -> None:
+        """MuJoCo found NaN/Inf/huge values and reset the env to model defaults; apply
+        the configured policy on top, say so on the log and in ~/status."""
+        envs = sorted(events)
+        if self.params.on_divergence == "pause":
+            self.loop.pause(True)
+            self.halted = True
+            action = "simulation paused (~/reset or ~/load_snapshot, then ~/pause false)"
+        else:
+            with self.loop.access():
+                self.handler.reset(env_ids=envs)
+            action = f"env(s) {envs} reset to the initial state"
+        for e in envs:
+            self.divergences.append(f"env {e}: {events[e]}; {action}")
+        self.get_logger().error(f"physics diverged: {'; '.join(events[e] for e in envs)}; {action}")
+        self.publish_now()
+
+    def status(self) -> tuple[bool, str]:
+        """(healthy, one paragraph) for ~/status."""
+        with self.loop.access():
+            t = self.handler.datas[0].time
+        run = "paused" if self.loop.paused else f"running at real-time factor {self.loop.real_time_factor:g}"
+        text = f"{run}; sim time {t:.6f} s; {self.handler.num_envs} env(s); " \
+               f"{len(self.divergences)} divergence(s)"
+        if self.divergences:
+            text += f"; last: {self.divergences[-1]}"
+        if self.halted:
+            text = "HALTED by a divergence; " + text
+        return not self.halted, text
 
     # -- subscriptions ---------------------------------------------------------------
     def _on_joint_targets(self, msg: JointState) -> None:

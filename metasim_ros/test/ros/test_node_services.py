@@ -183,3 +183,40 @@ def test_bad_set_states_rejected_and_state_unchanged(node, client, case):
     assert words in res.message, res.message
     assert get(client) == before
     assert node.proc.poll() is None
+
+
+BLOW_UP_CUBE = (9e9, 9e9, 0.0)   # finite angular velocity that makes MuJoCo's qacc explode
+
+
+def blow_up(client) -> SetStates.Response:
+    t = Truth(default_scene_path())
+    cube = ModelState(name="cube")
+    cube.pose.position.x, cube.pose.position.y, cube.pose.position.z = t.body_pose("cube")[0]
+    cube.pose.orientation.w = 1.0
+    cube.twist.angular.x, cube.twist.angular.y, cube.twist.angular.z = BLOW_UP_CUBE
+    return client.call(SetStates, f"{NODE}/set_states",
+                       SetStates.Request(states=[WorldState(model_states=[cube])]))
+
+
+@pytest.mark.parametrize("policy", ["reset", "pause"])
+def test_divergence_is_detected_handled_and_reported(start_node, client, snapshot_dir, policy):
+    node = start_node({"paused": True, "on_divergence": policy,
+                       "snapshot_dir": str(snapshot_dir)}).wait_serving(client)
+    initial = get(client)
+    status = client.call(Trigger, f"{NODE}/status", Trigger.Request())
+    assert status.success and "0 divergence" in status.message
+    assert blow_up(client).success
+    res = client.call(Step, f"{NODE}/step", Step.Request(steps=5))
+    assert res.success
+    status = client.call(Trigger, f"{NODE}/status", Trigger.Request())
+    assert "1 divergence" in status.message and "qacc" in status.message, status.message
+    if policy == "reset":
+        assert status.success
+        assert get(client)[0].model_states == initial[0].model_states
+    else:
+        assert not status.success and "HALTED" in status.message
+        assert client.call(Trigger, f"{NODE}/reset", Trigger.Request()).success
+        assert client.call(Trigger, f"{NODE}/status", Trigger.Request()).success
+    assert node.proc.poll() is None
+    assert node.stop() == 0
+    assert "physics diverged" in node.output
