@@ -4,10 +4,12 @@ State  = {"objects": {name: model}, "robots": {name: model}, "cameras": {name: c
 model  = {"pos", "rot" (wxyz), "vel", "ang_vel", "dof_pos", "dof_vel", "body",
           robots also "dof_pos_target", "dof_vel_target"}
 Arrays are float64 numpy; 1-DOF joint values are Python floats (IEEE doubles).
-Input may be numpy, lists, scalars or torch tensors (converted without importing torch).
+Input may be numpy, lists, scalars or torch tensors (converted without importing torch);
+bools, complex numbers, text and dates are refused, as are values beyond MAX_ABS_VALUE.
 """
 from __future__ import annotations
 
+import numbers
 from collections.abc import Mapping
 from typing import Any
 
@@ -30,6 +32,11 @@ QUAT_NORM_TOLERANCE = 1e-3
 #: Below this deviation a quaternion is kept bit for bit (MuJoCo normalises internally),
 #: so that values read from the simulation round-trip exactly.
 _RENORMALISE_ABOVE = 1e-12
+#: Largest magnitude accepted for any value: MuJoCo's mjMAXVAL. mj_step resets a simulation
+#: whose qpos or qvel exceed it ("bad qpos/qvel"), so a larger value could never be simulated.
+MAX_ABS_VALUE = 1e10
+#: Never numbers, although numpy would convert them (text, raw bytes, mappings).
+_NOT_NUMBERS = (str, bytes, bytearray, memoryview, Mapping)
 
 
 def as_mapping(value: Any, key: str) -> Mapping:
@@ -38,29 +45,49 @@ def as_mapping(value: Any, key: str) -> Mapping:
     return value
 
 
+def _real(x: Any) -> bool:
+    return isinstance(x, numbers.Real) and not isinstance(x, bool)
+
+
 def _convert(value: Any, key: str, want: str) -> np.ndarray:
+    """float64 array from numbers only: bools, complex, text, dates and objects are refused
+    (numpy would silently turn them into floats, or drop an imaginary part)."""
     if hasattr(value, "detach"):  # torch.Tensor, possibly on a GPU
         value = value.detach().cpu().numpy()
-    if value is None or isinstance(value, (str, bytes, Mapping)):
+    if value is None or isinstance(value, _NOT_NUMBERS):
         raise StateValidationError(key, f"expected {want}, got {type(value).__name__}")
     try:
-        return np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
+        arr = np.asarray(value)
+        kind = arr.dtype.kind
+        if kind == "O":  # mixed or unusual scalars (Fraction, 10**400, None, ...): each must be real
+            for x in arr.flat:
+                if not _real(x):
+                    raise StateValidationError(key, f"expected {want}, got {type(x).__name__}")
+        elif kind not in "fiu":
+            raise StateValidationError(key, f"expected {want}, got {arr.dtype} values")
+        return np.asarray(arr, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError) as exc:
+        if isinstance(exc, StateValidationError):
+            raise
         raise StateValidationError(key, f"expected {want}: {exc}") from None
 
 
-def _finite(arr: np.ndarray, key: str) -> np.ndarray:
-    if not np.isfinite(arr).all():
-        raise StateValidationError(key, "non-finite value")
+def _finite(arr: np.ndarray, key: str, limit: float = MAX_ABS_VALUE) -> np.ndarray:
+    if not (np.abs(arr) <= limit).all():  # also false for NaN
+        if not np.isfinite(arr).all():
+            raise StateValidationError(key, "non-finite value")
+        raise StateValidationError(key, f"magnitude {float(np.abs(arr).max()):.3g} exceeds {limit:g} "
+                                   "(MuJoCo's mjMAXVAL: the simulation would reset)")
     return arr
 
 
-def as_array(value: Any, shape: tuple[int, ...], key: str) -> np.ndarray:
-    """float64 array of exactly `shape`, all finite."""
+def as_array(value: Any, shape: tuple[int, ...], key: str, limit: float = MAX_ABS_VALUE) -> np.ndarray:
+    """float64 array of exactly `shape`, all finite and within `limit` (inf: finite only,
+    for read-only values that are compared, never written)."""
     arr = _convert(value, key, f"numbers of shape {shape}")
     if arr.shape != shape:
         raise StateValidationError(key, f"expected shape {shape}, got {arr.shape}")
-    return _finite(arr, key)
+    return _finite(arr, key, limit)
 
 
 def as_scalar(value: Any, key: str) -> float:

@@ -24,7 +24,7 @@ import numpy as np
 
 from metasim_ros.core.actuation import JointTargets
 from metasim_ros.core.errors import StateValidationError
-from metasim_ros.core.state import (BODY_KEYS, CAMERA_KEYS, MODEL_KEYS, ROBOT_KEYS, SECTIONS,
+from metasim_ros.core.state import (BODY_KEYS, CAMERA_KEYS, MAX_ABS_VALUE, MODEL_KEYS, ROBOT_KEYS, SECTIONS,
                                     TARGET_KEYS, as_array, as_mapping, as_quat, as_scalar)
 from metasim_ros.core.state_reader import ModelLayout, StateReader
 
@@ -155,7 +155,7 @@ class StateWriter:
                 self._plan_targets(plan, f"{key}.{k}", lay, k, entry[k])
 
     def _plan_check(self, plan: Plan, key: str, quantity: str, row: int, value: Any) -> None:
-        arr = as_quat(value, key) if quantity == "rot" else as_array(value, (3,), key)
+        arr = as_quat(value, key) if quantity == "rot" else as_array(value, (3,), key, limit=np.inf)
         plan.checks.append((key, quantity, row, arr))
 
     def _plan_free_root(self, plan: Plan, key: str, lay: ModelLayout, entry: Mapping) -> None:
@@ -176,7 +176,11 @@ class StateWriter:
                 unit = quat / np.linalg.norm(quat)
                 rot = np.empty(9)
                 mujoco.mju_quat2Mat(rot, unit)
-                plan.new_qvel()[da[3:]] = rot.reshape(3, 3).T @ w
+                local = rot.reshape(3, 3).T @ w
+                if np.abs(local).max() > MAX_ABS_VALUE:  # each |w_i| <= MAX, but not every rotation of w
+                    raise StateValidationError(f"{key}.ang_vel", f"magnitude {np.linalg.norm(w):.3g} exceeds "
+                                               f"{MAX_ABS_VALUE:g} in the body frame (MuJoCo's mjMAXVAL)")
+                plan.new_qvel()[da[3:]] = local
 
     def _plan_dofs(self, plan: Plan, key: str, lay: ModelLayout, values: Any, velocity: bool) -> None:
         joints = self._joints[lay.info.name]
