@@ -46,3 +46,20 @@ def test_broken_scene_fails_with_one_line(start_node, tmp_path):
     assert node.proc.returncode != 0
     assert "Traceback" not in node.output
     assert "broken.xml" in node.output or "nonsense" in node.output, node.output
+
+
+def test_missing_scene_fails_with_one_line(start_node, tmp_path):
+    node = start_node({"scene": str(tmp_path / "nowhere.xml")})
+    node.proc.wait(timeout=30)
+    node.stop()
+    assert node.proc.returncode != 0
+    lines = [line for line in node.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "nowhere.xml" in lines[0], node.output
+
+
+def test_invalid_parameter_fails_with_one_line(start_node):
+    node = start_node({"real_time_factor": -1.0})
+    node.proc.wait(timeout=30)
+    node.stop()
+    assert node.proc.returncode != 0
+    assert "real_time_factor" in node.output and "Traceback" not in node.output, node.output
