@@ -7,6 +7,7 @@ import sys
 import threading
 from pathlib import Path
 
+import mujoco
 import rclpy
 from metasim_msgs.msg import WorldState
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
@@ -44,6 +45,8 @@ class SimNode(Node):
     def __init__(self) -> None:
         super().__init__("sim_node")
         self.params = p = parameters.declare(self)
+        # MuJoCo's warnings (e.g. instability) go to the ROS log, not stdout + MUJOCO_LOG.TXT
+        mujoco.set_mju_user_warning(lambda msg: self.get_logger().warning(f"MuJoCo: {msg}"))
         self.handler = MujocoHandler(p.scene or None, num_envs=p.num_envs, robots=p.robots or None,
                                      camera_size=(p.camera_width, p.camera_height),
                                      fast_render=p.render_quality == "fast")
