@@ -164,3 +164,15 @@ def start_node() -> Iterator[Callable[..., SimProcess]]:
             except AssertionError:
                 pass
 
+
+@pytest.fixture
+def snapshot_dir(tmp_path) -> Path:
+    d = tmp_path / "snapshots"
+    d.mkdir()
+    return d
+
+
+@pytest.fixture
+def paused_node(start_node, client, snapshot_dir) -> SimProcess:
+    """A serving sim_node on the default scene, paused, snapshots in `snapshot_dir`."""
+    return start_node({"paused": True, "snapshot_dir": str(snapshot_dir)}).wait_serving(client)

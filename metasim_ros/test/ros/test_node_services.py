@@ -22,16 +22,8 @@ HOME = [0.0, -0.785398, 0.0, -2.356194, 0.0, 1.570796, 0.785398, 0.04, 0.04]
 
 
 @pytest.fixture
-def snapshot_dir(tmp_path):
-    d = tmp_path / "snapshots"
-    d.mkdir()
-    return d
-
-
-@pytest.fixture
-def node(start_node, client, snapshot_dir):
-    proc = start_node({"paused": True, "snapshot_dir": str(snapshot_dir)})
-    return proc.wait_serving(client)
+def node(paused_node):
+    return paused_node
 
 
 def get(client) -> list[WorldState]:

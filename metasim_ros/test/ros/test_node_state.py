@@ -59,12 +59,6 @@ def truth() -> Truth:
     return t
 
 
-@pytest.fixture
-def paused_node(start_node, client, tmp_path):
-    node = start_node({"paused": True, "snapshot_dir": str(tmp_path)})
-    return node.wait_serving(client)
-
-
 def vec(v) -> np.ndarray:
     return np.array([v.x, v.y, v.z])
 
