@@ -3,6 +3,7 @@ computed independently in this process from the same scene and state."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -152,3 +153,29 @@ def test_get_states_roundtrip_is_exact(paused_node, client):
     assert res.success, res.message
     second = client.call(GetStates, "/sim_node/get_states", GetStates.Request()).states
     assert second == first       # every float64 identical
+
+
+ARTICULATED = str(Path(__file__).resolve().parents[1] / "core" / "scenes" / "articulated.xml")
+
+
+def test_roundtrip_with_ball_joints_and_free_objects(start_node, client, snapshot_dir):
+    """A floating-base robot with ball joints: set a non-trivial state, get, set, get."""
+    start_node({"scene": ARTICULATED, "paused": True,
+                "snapshot_dir": str(snapshot_dir)}).wait_serving(client)
+    hip = [math.cos(0.4), math.sin(0.4) * 0.6, 0.0, math.sin(0.4) * 0.8]
+    walker = ModelState(name="walker", joint_states=[
+        MsJointState(name="hip", type=MsJointState.BALL, position=hip, velocity=[0.3, -0.2, 0.1]),
+        MsJointState(name="knee", position=[0.7], velocity=[-1.0])])
+    walker.pose.position.x, walker.pose.position.z = 0.2, 1.4
+    walker.pose.orientation.w = 1.0
+    walker.twist.angular.z = 0.5
+    res = client.call(SetStates, "/sim_node/set_states",
+                      SetStates.Request(states=[WorldState(model_states=[walker])]))
+    assert res.success, res.message
+    first = client.call(GetStates, "/sim_node/get_states", GetStates.Request()).states
+    joints = {j.name: j for m in first[0].model_states for j in m.joint_states}
+    assert list(joints["hip"].position) == pytest.approx(hip, abs=1e-15)
+    assert joints["hip"].type == MsJointState.BALL and len(joints["hip"].position_error) in (0, 3)
+    res = client.call(SetStates, "/sim_node/set_states", SetStates.Request(states=first))
+    assert res.success, res.message
+    assert client.call(GetStates, "/sim_node/get_states", GetStates.Request()).states == first
