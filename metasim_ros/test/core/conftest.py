@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Callable
 
@@ -59,8 +60,8 @@ def scramble() -> Callable[[MujocoHandler, int], None]:
 
 def nested_equal(a, b) -> bool:
     """Bitwise equality of two state trees (arrays compared with array_equal)."""
-    if isinstance(a, dict):
-        return isinstance(b, dict) and a.keys() == b.keys() and all(nested_equal(a[k], b[k]) for k in a)
+    if isinstance(a, Mapping):  # dicts, and the lazy BodyMap of `body`: same type on both sides
+        return type(a) is type(b) and a.keys() == b.keys() and all(nested_equal(a[k], b[k]) for k in a)
     if isinstance(a, list):
         return isinstance(b, list) and len(a) == len(b) and all(map(nested_equal, a, b))
     if isinstance(a, np.ndarray):
