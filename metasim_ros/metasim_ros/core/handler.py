@@ -237,8 +237,9 @@ class MujocoHandler:
 
     def joint_states(self, env_id: int = 0, reference: str = "target") -> list[JointReading]:
         """Every joint's reading, errors = reference - current (see core.joints)."""
-        e = self._env_ids([env_id])[0]
-        self.sync([e])
+        # an in-range int needs no further checking (the publish path); anything else is validated
+        e = env_id if type(env_id) is int and 0 <= env_id < len(self._datas) else self._env_ids([env_id])[0]
+        self.sync((e,))
         return self._joints.read(self._datas[e], e, reference)
 
     def close(self) -> None:

@@ -4,17 +4,24 @@ Errors are desired - current. Positions of ball joints are quaternions [w,x,y,z]
 position error is the 3-vector rotation r with current * exp(r) = desired
 (mju_subQuat), expressed in the joint's (child body) frame like its velocity. A free
 joint is [x,y,z, w,qx,qy,qz] / [linear world, angular local] with 6-vector errors.
-Joints are laid out in qpos/qvel in id order, so whole vectors are read at once and
-each reading holds views into fresh copies.
+
+Cost: a reading gathers qpos, qvel and qfrc_actuator into one fresh vector with one
+`take` (see state_reader); the 1-DOF joints (nearly all of them) are then read with a
+few vector operations into a fresh [7, n] block whose rows hold the readings' arrays,
+turned into JointReadings at C speed. Only ball and free joints are handled one by one. Every array of a reading
+is its own memory (no aliasing between readings, nor with MjData).
 """
 from __future__ import annotations
 
+import functools
+import operator
 from typing import NamedTuple, Sequence
 
 import mujoco
 import numpy as np
 
 from metasim_ros.core.actuation import JointTargets
+from metasim_ros.core.state_reader import Gather
 
 _FREE, _BALL = int(mujoco.mjtJoint.mjJNT_FREE), int(mujoco.mjtJoint.mjJNT_BALL)
 _QPOS_WIDTH = {0: 7, 1: 4, 2: 1, 3: 1}
@@ -22,6 +29,7 @@ _DOF_WIDTH = {0: 6, 1: 3, 2: 1, 3: 1}
 _ZERO_POS = {0: [0, 0, 0, 1, 0, 0, 0], 1: [1, 0, 0, 0], 2: [0], 3: [0]}
 _EMPTY = np.zeros(0)
 _EMPTY.flags.writeable = False
+_JOINT_FIELDS = ("qpos", "qvel", "qfrc_actuator")
 
 
 class JointReading(NamedTuple):
@@ -42,61 +50,132 @@ class JointReading(NamedTuple):
     velocity_error: np.ndarray
 
 
+_reading = functools.partial(tuple.__new__, JointReading)  # JointReading from a 9-tuple, no checks
+
+
+class _Plan(NamedTuple):
+    """How to read every joint against one reference (indices into the read vector x =
+    qpos | qvel | qfrc_actuator)."""
+
+    valid_idx: np.ndarray     # [3, n]: position, velocity, effort of the 1-DOF joints with a reference
+    ref_idx: np.ndarray       # their reference: [n] target index | [2, n] index into x | [0] zero
+    valid_head: tuple         # (names, types) of those joints
+    other: tuple              # (name, type, qpos, dof, effort slices) of 1-DOF joints without reference
+    multi: tuple              # (name, type, qpos, dof, effort slices, reference or None) of ball/free joints
+    order: operator.itemgetter | None  # valid + other + multi -> joint id order
+
+
 class JointReader:
     """Readings of every joint of a model (in id order) for any environment."""
 
     def __init__(self, model: mujoco.MjModel, names: Sequence[str], targets: JointTargets) -> None:
         self._names = list(names)
+        self._index = {n: j for j, n in enumerate(self._names)}
         self._types = [int(t) for t in model.jnt_type]
-        self._q = [slice(a, a + _QPOS_WIDTH[t]) for a, t in zip(model.jnt_qposadr, self._types)]
-        self._d = [slice(a, a + _DOF_WIDTH[t]) for a, t in zip(model.jnt_dofadr, self._types)]
-        self._quats = [(j, self._q[j].start + (3 if t == _FREE else 0), self._d[j].start + (3 if t == _FREE else 0))
-                       for j, t in enumerate(self._types) if t in (_FREE, _BALL)]
-        self._zero = np.concatenate([_ZERO_POS[t] for t in self._types]).astype(float) \
-            if model.njnt else np.zeros(0)
-        self._nv = model.nv
+        self._qadr = [int(a) for a in model.jnt_qposadr]
+        self._dadr = [int(a) for a in model.jnt_dofadr]
         self._targets = targets
-        self._t_qadr = model.jnt_qposadr[targets.joint_ids].astype(np.intp)
-        self._t_dadr = model.jnt_dofadr[targets.joint_ids].astype(np.intp)
-        self._has_target = [name in targets.index for name in self._names]
+        self._v0, self._e0 = model.nq, model.nq + model.nv
+        self._gather_plan = [("qpos", np.arange(model.nq)), ("qvel", np.arange(model.nv)),
+                             ("qfrc_actuator", np.arange(model.nv))]
+        self._gathers: dict[int, Gather] = {}
+        self._target_of = {jid: k for k, jid in enumerate(targets.joint_ids)}
+        self._plans: dict[str, _Plan] = {}
+
+    def _gather(self, data: mujoco.MjData) -> Gather:
+        g = self._gathers.get(id(data))
+        if g is None or g.data is not data:
+            g = self._gathers[id(data)] = Gather(data, self._gather_plan, _JOINT_FIELDS)
+        return g
+
+    def _plan(self, reference: str) -> _Plan:
+        types = self._types
+        if reference == "target":
+            valid = [j in self._target_of for j in range(len(types))]
+        elif reference == "zero":
+            valid = [True] * len(types)
+        elif reference in self._index:
+            r = self._index[reference]
+            valid = [t == types[r] for t in types]
+        else:
+            raise ValueError(f"reference {reference!r}: not 'target', 'zero' or a joint name")
+        v0, e0 = self._v0, self._e0
+        v_idx: list[list[int]] = [[], [], []]
+        ref: list[int] = []
+        v_names, v_types, other, multi = [], [], [], []
+        groups: list[list[int]] = [[], [], []]
+        for j, (name, t, qa, da) in enumerate(zip(self._names, types, self._qadr, self._dadr)):
+            if t in (_FREE, _BALL):
+                qs, ds, es = (slice(qa, qa + _QPOS_WIDTH[t]), slice(v0 + da, v0 + da + _DOF_WIDTH[t]),
+                              slice(e0 + da, e0 + da + _DOF_WIDTH[t]))
+                jref = None
+                if valid[j]:
+                    if reference == "zero":
+                        jref = (np.array(_ZERO_POS[t], dtype=float), np.zeros(_DOF_WIDTH[t]))
+                    else:  # a joint of the same type
+                        r = self._index[reference]
+                        jref = (slice(self._qadr[r], self._qadr[r] + _QPOS_WIDTH[t]),
+                                slice(v0 + self._dadr[r], v0 + self._dadr[r] + _DOF_WIDTH[t]))
+                multi.append((name, t, qs, ds, es, jref))
+                groups[2].append(j)
+                continue
+            if not valid[j]:  # few: read one by one
+                other.append((name, t, slice(qa, qa + 1), slice(v0 + da, v0 + da + 1), slice(e0 + da, e0 + da + 1)))
+                groups[1].append(j)
+                continue
+            for row, i in zip(v_idx, (qa, v0 + da, e0 + da)):
+                row.append(i)
+            v_names.append(name)
+            v_types.append(t)
+            groups[0].append(j)
+            if reference == "target":
+                ref.append(self._target_of[j])
+            elif reference != "zero":
+                r = self._index[reference]
+                ref += [self._qadr[r], v0 + self._dadr[r]]
+        if reference not in ("target", "zero"):  # [position refs; velocity refs]
+            ref = ref[0::2] + ref[1::2]
+        placed = groups[0] + groups[1] + groups[2]
+        order = [0] * len(placed)
+        for k, j in enumerate(placed):
+            order[j] = k
+        return _Plan(np.array(v_idx, dtype=np.intp).reshape(3, -1), np.array(ref, dtype=np.intp),
+                     (tuple(v_names), tuple(v_types)),
+                     tuple(other), tuple(multi), operator.itemgetter(*order) if len(order) > 1 else None)
 
     def read(self, data: mujoco.MjData, env: int, reference: str) -> list[JointReading]:
         """reference: "target", "zero" or another joint's name (same-type joints only)."""
-        qpos, qvel, eff = data.qpos.copy(), data.qvel.copy(), data.qfrc_actuator.copy()
-        vref = np.zeros(self._nv)
+        plan = self._plans.get(reference)
+        if plan is None:
+            plan = self._plans[reference] = self._plan(reference)  # raises for an unknown reference
+        x = self._gather(data).take()  # fresh qpos | qvel | qfrc_actuator
+        n = len(plan.valid_head[0])
+        block = np.empty((7, n))  # position, velocity, effort, targets, errors of the valid 1-DOF joints
+        x.take(plan.valid_idx, out=block[:3])
         if reference == "target":
-            pref = qpos.copy()  # joints without a target get no errors; filler only
-            pref[self._t_qadr] = self._targets.pos[env]
-            vref[self._t_dadr] = self._targets.vel[env]
-            valid = self._has_target
+            t = self._targets
+            t.pos[env].take(plan.ref_idx, out=block[3])
+            t.vel[env].take(plan.ref_idx, out=block[4])
         elif reference == "zero":
-            pref = self._zero.copy()
-            valid = [True] * len(self._names)
-        elif reference in self._names:
-            r = self._names.index(reference)
-            pref = qpos.copy()
-            valid = [t == self._types[r] for t in self._types]
-            for j, ok in enumerate(valid):
-                if ok:
-                    pref[self._q[j]] = qpos[self._q[r]]
-                    vref[self._d[j]] = qvel[self._d[r]]
+            block[3:5] = 0.0
         else:
-            raise ValueError(f"reference {reference!r}: not 'target', 'zero' or a joint name")
-        # tangent-space position error: a difference except for the quaternion parts
-        perr = np.empty(self._nv)
-        one_dof = [j for j, t in enumerate(self._types) if t not in (_FREE, _BALL)]
-        if one_dof:
-            qa = [self._q[j].start for j in one_dof]
-            perr[[self._d[j].start for j in one_dof]] = pref[qa] - qpos[qa]
-        for j, qa, da in self._quats:
-            if self._types[j] == _FREE:
-                perr[da - 3:da] = pref[qa - 3:qa] - qpos[qa - 3:qa]
-            mujoco.mju_subQuat(perr[da:da + 3], pref[qa:qa + 4], qpos[qa:qa + 4])
-        verr = vref - qvel
-        out = []
-        for name, t, q, d, ok in zip(self._names, self._types, self._q, self._d, valid):
-            if ok:
-                out.append(JointReading(name, t, qpos[q], qvel[d], eff[d], pref[q], vref[d], perr[d], verr[d]))
+            x.take(plan.ref_idx.reshape(2, n), out=block[3:5])
+        np.subtract(block[3:5], block[:2], out=block[5:])  # errors: reference - current
+        out = list(map(_reading, zip(*plan.valid_head, *block.reshape(7, n, 1))))
+        for name, jtype, qs, ds, es in plan.other:
+            out.append(_reading((name, jtype, x[qs], x[ds], x[es], _EMPTY, _EMPTY, _EMPTY, _EMPTY)))
+        for name, jtype, qs, ds, es, jref in plan.multi:
+            pos, vel, eff = x[qs], x[ds], x[es]
+            if jref is None:
+                out.append(_reading((name, jtype, pos, vel, eff, _EMPTY, _EMPTY, _EMPTY, _EMPTY)))
+                continue
+            pref, vref = (jref[0].copy(), jref[1].copy()) if isinstance(jref[0], np.ndarray) else \
+                (x[jref[0]].copy(), x[jref[1]].copy())
+            perr = np.empty(len(vel))
+            if jtype == _FREE:
+                perr[:3] = pref[:3] - pos[:3]
+                mujoco.mju_subQuat(perr[3:], pref[3:], pos[3:])
             else:
-                out.append(JointReading(name, t, qpos[q], qvel[d], eff[d], _EMPTY, _EMPTY, _EMPTY, _EMPTY))
-        return out
+                mujoco.mju_subQuat(perr, pref, pos)
+            out.append(_reading((name, jtype, pos, vel, eff, pref, vref, perr, vref - vel)))
+        return out if plan.order is None else list(plan.order(out))

@@ -50,7 +50,7 @@ def arena_view(data: mujoco.MjData, fields: Sequence[str] = _FIELDS) -> tuple[np
     return flat, {f: (a.ctypes.data - base) // 8 for f, a in arrays.items()}
 
 
-class _Gather:
+class Gather:
     """The index array of one MjData: `take()` returns every value wanted, as fresh memory."""
 
     def __init__(self, data: mujoco.MjData, plan: Sequence[tuple[str, np.ndarray]],
@@ -307,11 +307,11 @@ class StateReader:
                 lay.scalar_names, tuple((j.name, j.qpos, j.qvel) for j in lay.multi),
                 _ModelBodies(lay.info.bodies, {b: i for i, b in enumerate(lay.info.bodies)}, lay.rows),
                 lay.targets if lay.section == "robots" else None, tuple(targets.names[lay.targets])))
-        self._gathers = [_Gather(d, plan) for d in datas]
+        self._gathers = [Gather(d, plan) for d in datas]
 
-    def bind(self, data: mujoco.MjData) -> _Gather:
+    def bind(self, data: mujoco.MjData) -> Gather:
         """A gather over another MjData of the same model (e.g. a scratch one)."""
-        return _Gather(data, self._plan)
+        return Gather(data, self._plan)
 
     def _move_roots(self, g: np.ndarray) -> np.ndarray:
         """The [K, 13] root rows of g, with the moving roots' vel transported (in place)."""
@@ -320,7 +320,7 @@ class StateReader:
             _add_cross(roots[:self._nm, 7:10], g[self._root_cross], self._nm)
         return roots
 
-    def rows(self, gather: _Gather) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def rows(self, gather: Gather) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(gathered vector, pos [R,3], rot [R,4], vel [R,3], ang_vel [R,3]) of every row."""
         g = gather.take()
         bodies = _BodyRows(g, self._body_spec).get()
