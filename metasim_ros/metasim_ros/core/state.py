@@ -6,6 +6,15 @@ model  = {"pos", "rot" (wxyz), "vel", "ang_vel", "dof_pos", "dof_vel", "body",
 Arrays are float64 numpy; 1-DOF joint values are Python floats (IEEE doubles).
 Input may be numpy, lists, scalars or torch tensors (converted without importing torch);
 bools, complex numbers, text and dates are refused, as are values beyond MAX_ABS_VALUE.
+
+What get_states returns belongs to the caller: no array aliases MjData (later steps,
+set_states or resets never change it), and no two entries share memory - a model's root
+pos/rot/vel/ang_vel are not its root body's `body` entry, so changing one never changes
+the other. Everything is a plain dict except each model's `body`: a
+state_reader.BodyMap, a MutableMapping that behaves like the dict {body: {pos, rot, vel,
+ang_vel}} (reading, `==` with a dict, assignment, del, copy/deepcopy/pickle) but builds
+its per-body dicts only when first read, from the state's own snapshot. Code that walks
+a state should test for Mapping, not dict.
 """
 from __future__ import annotations
 
