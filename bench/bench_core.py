@@ -2,7 +2,9 @@
 
 Run: python bench/bench_core.py   (no ROS, no GL needed: render=False throughout)
 The naive baseline is what a straightforward implementation does: named accessors and
-one mj_objectVelocity call per body, per-joint Python lookups.
+one mj_objectVelocity call per body, per-joint Python lookups. get_states builds each
+model's `body` lazily (core.state_reader.BodyMap), so it is also timed with every body
+read, as a consumer of all of them (the WorldState publisher) pays.
 """
 from __future__ import annotations
 
@@ -55,6 +57,15 @@ def naive_state(h: MujocoHandler, data: mujoco.MjData) -> dict:
     return out
 
 
+def read_all_bodies(states: list[dict]) -> None:
+    """What a consumer of every body does (the WorldState publisher): `body` is built lazily."""
+    for state in states:
+        for section in ("objects", "robots"):
+            for model in state[section].values():
+                for body in model["body"].values():
+                    body["pos"]
+
+
 def per_call_us(fn, number: int) -> float:
     return min(timeit.repeat(fn, number=number, repeat=7)) / number * 1e6
 
@@ -69,9 +80,12 @@ def main() -> None:
     step = per_call_us(lambda: mujoco.mj_step(m, d), 2000)
     get1 = per_call_us(lambda: h1.get_states(render=False), 2000)
     get16 = per_call_us(lambda: h16.get_states(render=False), 200)
+    full1 = per_call_us(lambda: read_all_bodies(h1.get_states(render=False)), 2000)
+    full16 = per_call_us(lambda: read_all_bodies(h16.get_states(render=False)), 200)
     naive1 = per_call_us(lambda: naive_state(h1, d), 500)
     naive16 = per_call_us(lambda: [naive_state(h16, x) for x in h16.datas], 50)
     joints1 = per_call_us(lambda: h1.joint_states(0), 2000)
+    joints16 = per_call_us(lambda: [h16.joint_states(e) for e in range(16)], 200)
     states = h16.get_states(render=False)
     set16 = per_call_us(lambda: h16.set_states(states), 20)
     h1.step(n=1)
@@ -82,10 +96,16 @@ def main() -> None:
     print(f"get_states  1 env            {get1:8.2f} us   = {get1 / step:5.2f} x mj_step")
     print(f"get_states 16 envs           {get16:8.2f} us   = {get16 / step:5.2f} x mj_step "
           f"({get16 / 16 / step:.2f} x per env)")
+    print(f"  + every body read  1 env   {full1:8.2f} us   = {full1 / step:5.2f} x mj_step")
+    print(f"  + every body read 16 envs  {full16:8.2f} us   = {full16 / step:5.2f} x mj_step "
+          f"({full16 / 16 / step:.2f} x per env)")
     print(f"naive       1 env            {naive1:8.2f} us   = {naive1 / step:5.2f} x mj_step")
     print(f"naive      16 envs           {naive16:8.2f} us   = {naive16 / step:5.2f} x mj_step")
     print(f"speed-up over naive          {naive1 / get1:8.2f} x (1 env)   {naive16 / get16:.2f} x (16 envs)")
+    print(f"speed-up over naive, every body read   {naive1 / full1:.2f} x (1 env)   {naive16 / full16:.2f} x (16 envs)")
     print(f"joint_states 1 env           {joints1:8.2f} us   = {joints1 / step:5.2f} x mj_step")
+    print(f"joint_states 16 envs         {joints16:8.2f} us   = {joints16 / step:5.2f} x mj_step "
+          f"({joints16 / 16 / step:.2f} x per env)")
     print(f"set_states 16 envs (full)    {set16:8.2f} us   = {set16 / 16 / step:5.2f} x mj_step per env")
 
 

@@ -6,10 +6,11 @@ position error is the 3-vector rotation r with current * exp(r) = desired
 joint is [x,y,z, w,qx,qy,qz] / [linear world, angular local] with 6-vector errors.
 
 Cost: a reading gathers qpos, qvel and qfrc_actuator into one fresh vector with one
-`take` (see state_reader); the 1-DOF joints (nearly all of them) are then read with a
-few vector operations into a fresh [7, n] block whose rows hold the readings' arrays,
-turned into JointReadings at C speed. Only ball and free joints are handled one by one. Every array of a reading
-is its own memory (no aliasing between readings, nor with MjData).
+`take` (see state_reader); the 1-DOF joints with a reference (nearly all of them) are
+read with a few vector operations into a fresh [7, n] block whose rows hold their
+arrays, turned into JointReadings at C speed; the others (ball, free, no reference) one
+by one. What to read for a reference is planned once and cached. Every array of a
+reading is its own memory: no aliasing between readings, between calls, or with MjData.
 """
 from __future__ import annotations
 
@@ -58,7 +59,7 @@ class _Plan(NamedTuple):
     qpos | qvel | qfrc_actuator)."""
 
     valid_idx: np.ndarray     # [3, n]: position, velocity, effort of the 1-DOF joints with a reference
-    ref_idx: np.ndarray       # their reference: [n] target index | [2, n] index into x | [0] zero
+    ref_idx: np.ndarray       # their reference: target indices [n] | x indices [2n] (pos; vel) | [] zero
     valid_head: tuple         # (names, types) of those joints
     other: tuple              # (name, type, qpos, dof, effort slices) of 1-DOF joints without reference
     multi: tuple              # (name, type, qpos, dof, effort slices, reference or None) of ball/free joints
@@ -83,12 +84,14 @@ class JointReader:
         self._plans: dict[str, _Plan] = {}
 
     def _gather(self, data: mujoco.MjData) -> Gather:
+        """The gather of one of the handler's MjData (kept with it, so an id is never reused)."""
         g = self._gathers.get(id(data))
         if g is None or g.data is not data:
             g = self._gathers[id(data)] = Gather(data, self._gather_plan, _JOINT_FIELDS)
         return g
 
     def _plan(self, reference: str) -> _Plan:
+        """Which joints have a reference, where their values and references sit."""
         types = self._types
         if reference == "target":
             valid = [j in self._target_of for j in range(len(types))]
