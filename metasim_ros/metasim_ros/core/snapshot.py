@@ -16,9 +16,22 @@ from tqdm import tqdm
 
 from .snapshot_format import capture_state, stack_trajectory, state_size, write_snapshot
 from .snapshot_io import LayoutMismatch, SnapshotError, open_snapshot
-from .snapshot_restore import DEFAULT_TOLERANCE, STRATEGIES, RestoreReport, check_tolerance, restore_from_file
+from .snapshot_restore import (
+    DEFAULT_MAX_STEPS,
+    DEFAULT_TOLERANCE,
+    STRATEGIES,
+    RestoreReport,
+    check_tolerance,
+    restore_from_file,
+)
+
+#: Default limit on the size of a snapshot file loaded (bytes). Loading reads single rows, so
+#: large files are cheap; the limit only refuses files no recording plausibly reaches.
+DEFAULT_MAX_BYTES = 16 * 1024**3
 
 __all__ = [
+    "DEFAULT_MAX_BYTES",
+    "DEFAULT_MAX_STEPS",
     "RestoreReport",
     "SnapshotError",
     "capture_state",
@@ -36,12 +49,16 @@ def save_snapshot(
     trajectory: Any = None,
     *,
     progress: bool = False,
+    max_steps: int | None = DEFAULT_MAX_STEPS,
 ) -> Path:
     """Save the state of ``env_ids`` (default all) to ``path``, atomically; return the path.
 
     ``trajectory``: integration-state rows (``capture_state``) — [T, state_size] for one env or
     [T, len(env_ids), state_size]; the file then holds those T states instead of the current one.
+    ``max_steps``: largest T accepted (None: no limit); saving builds every step's state tree in
+    memory (about 25 KB a step for the default scene), so the default stays moderate.
     """
+    _check_limit(max_steps, "max_steps")
     ids = list(range(handler.num_envs)) if env_ids is None else [int(e) for e in env_ids]
     bad = [e for e in ids if not 0 <= e < handler.num_envs]
     if not ids or bad or len(set(ids)) != len(ids):
@@ -49,7 +66,7 @@ def save_snapshot(
     target = Path(path)
     if not target.parent.is_dir():
         raise SnapshotError(f"cannot save snapshot {target}: directory {target.parent} does not exist")
-    rows = None if trajectory is None else stack_trajectory(trajectory, ids, state_size(handler.model))
+    rows = None if trajectory is None else stack_trajectory(trajectory, ids, state_size(handler.model), max_steps)
     try:
         write_snapshot(handler, target, ids, rows, progress)
     except OSError as exc:
@@ -64,6 +81,8 @@ def load_snapshot(
     env_id: int = 0,
     *,
     tolerance: float = DEFAULT_TOLERANCE,
+    max_bytes: int | None = DEFAULT_MAX_BYTES,
+    max_steps: int | None = DEFAULT_MAX_STEPS,
 ) -> RestoreReport:
     """Restore state ``index`` (negative from the end) of ``path`` into env ``env_id``.
 
@@ -71,10 +90,21 @@ def load_snapshot(
     flattened) and reports which one worked and how closely the result matches the file.
     Raises ``SnapshotError`` when nothing can be restored; returns a report with ``ok=False``
     when a restore exceeded ``tolerance``. In both cases the simulation is left bitwise unchanged.
+
+    Limits (None: none): ``max_bytes`` refuses larger files before they are opened (os.stat);
+    ``max_steps`` refuses layouts declaring more states. Whatever the file declares, a load
+    reads one state: shapes and dtypes are checked before any data is read.
     """
     check_tolerance(tolerance)
-    with open_snapshot(path) as f:
-        return restore_from_file(f, handler, int(index), int(env_id), tolerance)
+    _check_limit(max_bytes, "max_bytes")
+    _check_limit(max_steps, "max_steps")
+    with open_snapshot(path, max_bytes) as f:
+        return restore_from_file(f, handler, int(index), int(env_id), tolerance, max_steps)
+
+
+def _check_limit(value: int | None, name: str) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0):
+        raise SnapshotError(f"{name} must be None or an int >= 0, got {value!r}")
 
 
 def inspect_snapshot(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -84,8 +114,8 @@ def inspect_snapshot(path: str | os.PathLike[str]) -> dict[str, Any]:
         for strategy in STRATEGIES:
             try:
                 found = strategy.describe(f)
-            except (LayoutMismatch, OSError, KeyError) as exc:
-                found = {"unreadable": str(exc)}
+            except Exception as exc:  # noqa: BLE001 - describing a corrupt file must not fail
+                found = {"unreadable": str(exc) if isinstance(exc, LayoutMismatch) else f"{type(exc).__name__}: {exc}"}
             if found is not None:
                 layouts[strategy.name] = found
         return {"path": str(path), "layouts": layouts, "top_level": sorted(f.keys())}

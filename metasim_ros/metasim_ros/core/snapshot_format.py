@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import datetime
 import hashlib
+import itertools
 import json
 import os
 from collections.abc import Iterable, Mapping
@@ -36,12 +37,15 @@ from .errors import StateValidationError
 from .snapshot_io import (
     LayoutMismatch,
     SnapshotError,
+    attr_int,
+    attr_text,
     dataset,
     decode_key,
     encode_key,
     read_row,
     read_text,
     row_count,
+    subgroup,
     walk_datasets,
 )
 from .snapshot_plan import Expected, Plan
@@ -51,6 +55,8 @@ FORMAT_VERSION = 1
 INTEGRATION_STATE = int(mujoco.mjtState.mjSTATE_INTEGRATION)
 #: Rows per chunk target ~256 KiB so one-row reads stay cheap and 10k-step writes stay fast.
 _CHUNK_BYTES = 256 * 1024
+#: Largest row of a MetaSim tree leaf read from a file (a free joint's qpos has 7 values).
+MAX_TREE_LEAF_VALUES = 64
 
 
 def state_size(model: mujoco.MjModel) -> int:
@@ -175,9 +181,9 @@ def _write_tree(group: h5py.Group, states: list[Mapping[str, Any]]) -> None:
 
 def _own_root(f: h5py.File) -> bool:
     """True for files written by this format; a newer version is a mismatch, not a guess."""
-    if f.attrs.get("format") != FORMAT_NAME:
+    if attr_text(f, "format") != FORMAT_NAME:
         return False
-    version = int(f.attrs.get("version", 0))
+    version = attr_int(f, "version", 0)
     if version > FORMAT_VERSION:
         raise LayoutMismatch(f"format version {version} is newer than this reader ({FORMAT_VERSION})")
     return True
@@ -190,20 +196,24 @@ def env_group(f: h5py.File, env_id: int) -> h5py.Group | None:
         return None
     names = [k for k in envs if k.startswith("env_")]
     if f"env_{env_id}" in envs:
-        return envs[f"env_{env_id}"]
+        return subgroup(envs, f"env_{env_id}")
     if len(names) == 1:
-        return envs[names[0]]
+        return subgroup(envs, names[0])
     raise LayoutMismatch(f"file holds envs {sorted(names)} but not env_{env_id}")
 
 
 def _signature_diff(f: h5py.File, sig: dict[str, Any]) -> str:
     """Name what differs between the file's model and this one."""
     try:
-        theirs = json.loads(read_text(f["model"].attrs, "signature"))
-    except (KeyError, ValueError, LayoutMismatch):
+        theirs = json.loads(read_text(subgroup(f, "model").attrs, "signature"))
+    except (AttributeError, KeyError, ValueError, RecursionError, LayoutMismatch):
+        return "file has no readable model signature"
+    if not isinstance(theirs, dict):
         return "file has no readable model signature"
     diffs = [k for k in sig if k != "hash" and theirs.get(k) != sig[k]]
-    if "joint_names" in diffs and sorted(theirs.get("joint_names", [])) == sorted(sig["joint_names"]):
+    names = theirs.get("joint_names")
+    if "joint_names" in diffs and isinstance(names, list) and all(isinstance(n, str) for n in names) \
+            and sorted(names) == sorted(sig["joint_names"]):
         diffs[diffs.index("joint_names")] = "joint order"
     return "model signature differs (" + ", ".join(diffs or ["hash"]) + ")"
 
@@ -216,9 +226,9 @@ class IntegrationStateStrategy:
     def describe(self, f: h5py.File) -> dict[str, Any] | None:
         if not _own_root(f):
             return None
-        envs = f.get("envs", {})
+        envs = f.get("envs")
         keys = ("version", "mujoco_version", "signature_hash", "nq", "nv", "na", "nu", "state_size", "steps")
-        return {"envs": len(envs), **{k: _plain(f.attrs.get(k)) for k in keys}}
+        return {"envs": len(envs) if isinstance(envs, h5py.Group) else 0, **{k: _plain(f.attrs.get(k)) for k in keys}}
 
     def plan(self, f: h5py.File, handler: Any, index: int, env_id: int) -> Plan | None:
         if not _own_root(f):
@@ -229,9 +239,9 @@ class IntegrationStateStrategy:
             return None
         model, data = handler.model, handler.datas[env_id]
         sig = model_signature(model)
-        if f.attrs.get("signature_hash") != sig["hash"]:
+        if attr_text(f, "signature_hash") != sig["hash"]:
             raise LayoutMismatch(_signature_diff(f, sig))
-        if int(f.attrs.get("state_spec", -1)) != INTEGRATION_STATE:
+        if attr_int(f, "state_spec", -1) != INTEGRATION_STATE:
             raise LayoutMismatch(f"state spec {f.attrs.get('state_spec')} is not mjSTATE_INTEGRATION")
         row = read_row(ds, index, (sig["state_size"],))
         i = index % row_count(ds, 1)
@@ -241,16 +251,16 @@ class IntegrationStateStrategy:
         expected = Expected.from_vectors(model, qpos, qvel)
         expected.integration = row
         warnings = []
-        tree = eg.get("state")
-        file_state = read_tree(tree, index) if isinstance(tree, h5py.Group) else {}
+        tree = subgroup(eg, "state")
+        file_state = {} if tree is None else read_tree(tree, index)
         _expect_bodies(model, file_state, expected)
         # robot targets live in the handler, not in MjData (motor PD needs them every step)
         targets = {
             name: {k: r[k] for k in ("dof_pos_target", "dof_vel_target") if k in r}
             for name, r in file_state.get("robots", {}).items()
         }
-        if f.attrs.get("mujoco_version") != mujoco.__version__:
-            warnings.append(f"written by MuJoCo {f.attrs.get('mujoco_version')}, running {mujoco.__version__}")
+        if attr_text(f, "mujoco_version") != mujoco.__version__:
+            warnings.append(f"written by MuJoCo {_plain(f.attrs.get('mujoco_version'))}, running {mujoco.__version__}")
 
         def apply() -> None:
             if targets:
@@ -273,16 +283,18 @@ class MetaSimTreeStrategy:
         envs = f.get("envs")
         if not isinstance(envs, h5py.Group):
             return None
-        trees = [k for k in envs if isinstance(envs[k].get("state"), h5py.Group)]
+        trees = [k for k in envs if isinstance(envs[k], h5py.Group) and isinstance(envs[k].get("state"), h5py.Group)]
         if not trees:
             return None
-        models = [f"{kind}/{decode_key(m)}" for kind in ("robots", "objects") for m in envs[trees[0]]["state"].get(kind, {})]
+        tree = envs[trees[0]]["state"]
+        models = [f"{kind}/{decode_key(m)}" for kind in ("robots", "objects")
+                  if isinstance(tree.get(kind), h5py.Group) for m in tree[kind]]
         return {"envs": len(trees), "models": models}
 
     def plan(self, f: h5py.File, handler: Any, index: int, env_id: int) -> Plan | None:
         eg = env_group(f, env_id)
-        tree = None if eg is None else eg.get("state")
-        if not isinstance(tree, h5py.Group):
+        tree = None if eg is None else subgroup(eg, "state")
+        if tree is None:
             return None
         file_state = read_tree(tree, index)
         count = _tree_count(tree)
@@ -306,7 +318,11 @@ def set_states_or_mismatch(handler: Any, state: dict[str, Any], env_id: int) -> 
 
 
 def read_tree(group: h5py.Group, index: int) -> dict[str, Any]:
-    """Row ``index`` of a stacked MetaSim tree as a nested dict (names decoded); cameras skipped."""
+    """Row ``index`` of a stacked MetaSim tree as a nested dict (names decoded); cameras skipped.
+
+    Leaves are checked before they are read (at most MAX_TREE_LEAF_VALUES values a row), and the
+    result has the shape of a State: a file whose tree does not is a mismatch.
+    """
     out: dict[str, Any] = {}
     for path, ds in walk_datasets(group):
         if path[0] == "cameras":
@@ -314,9 +330,35 @@ def read_tree(group: h5py.Group, index: int) -> dict[str, Any]:
         node = out
         for key in path[:-1]:
             node = node.setdefault(decode_key(key), {})
-        value = read_row(ds, index, tuple(ds.shape[1:]))
-        node[decode_key(path[-1])] = value if value.ndim else float(value)
+            if not isinstance(node, dict):
+                raise LayoutMismatch(f"{ds.name}: '{decode_key(key)}' is both a value and a group")
+        row_shape = tuple(ds.shape[1:])
+        if int(np.prod(row_shape, dtype=np.int64)) > MAX_TREE_LEAF_VALUES:
+            raise LayoutMismatch(f"{ds.name} rows have shape {row_shape}, more than any state value")
+        value = read_row(ds, index, row_shape)
+        leaf = decode_key(path[-1])
+        if leaf in node:
+            raise LayoutMismatch(f"{ds.name}: '{leaf}' is given twice")
+        node[leaf] = value if value.ndim else float(value)
+    _check_tree(out, group.name)
     return out
+
+
+def _check_tree(tree: dict[str, Any], where: str) -> None:
+    """The parts of a State the restore reads are mappings where a State has mappings."""
+    for kind in ("objects", "robots"):
+        models = tree.get(kind, {})
+        if not isinstance(models, dict):
+            raise LayoutMismatch(f"{where}/{kind} is not a group of models")
+        for name, mstate in models.items():
+            if not isinstance(mstate, dict):
+                raise LayoutMismatch(f"{where}/{kind}/{name} is not a group")
+            for key in ("dof_pos", "dof_vel", "dof_pos_target", "dof_vel_target", "body"):
+                if not isinstance(mstate.get(key, {}), dict):
+                    raise LayoutMismatch(f"{where}/{kind}/{name}/{key} is not a group")
+            for bname, b in mstate.get("body", {}).items():
+                if not isinstance(b, dict):
+                    raise LayoutMismatch(f"{where}/{kind}/{name}/body/{bname} is not a group")
 
 
 def _tree_count(group: h5py.Group) -> int:
@@ -377,11 +419,19 @@ def _expect_bodies(model: mujoco.MjModel, file_state: Mapping[str, Any], exp: Ex
                 if bid < 0:
                     continue
                 if "pos" in b:
-                    exp.body_pos[bid] = np.asarray(b["pos"], dtype=np.float64)
+                    exp.body_pos[bid] = _vector(b["pos"], 3, f"body {bname} pos")
                 if "rot" in b:
-                    exp.body_quat[bid] = np.asarray(b["rot"], dtype=np.float64)
+                    exp.body_quat[bid] = _vector(b["rot"], 4, f"body {bname} rot")
                 if "vel" in b and "ang_vel" in b:
-                    exp.body_vel[bname] = np.concatenate([b["ang_vel"], b["vel"]]).astype(np.float64)
+                    exp.body_vel[bname] = np.concatenate([_vector(b["ang_vel"], 3, f"body {bname} ang_vel"),
+                                                          _vector(b["vel"], 3, f"body {bname} vel")])
+
+
+def _vector(value: Any, n: int, what: str) -> np.ndarray:
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.shape != (n,):
+        raise LayoutMismatch(f"{what} has shape {arr.shape}, expected ({n},)")
+    return arr
 
 
 def _plain(value: Any) -> Any:
@@ -393,11 +443,27 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def stack_trajectory(trajectory: Iterable[Any], env_ids: list[int], size: int) -> dict[int, np.ndarray]:
-    """Validate a trajectory ([T, S] for one env, [T, E, S] for E envs) into per-env [T, S] stacks."""
+def stack_trajectory(
+    trajectory: Iterable[Any], env_ids: list[int], size: int, max_steps: int | None = None
+) -> dict[int, np.ndarray]:
+    """Validate a trajectory ([T, S] for one env, [T, E, S] for E envs) into per-env [T, S] stacks.
+
+    ``max_steps``: largest T accepted (None: any); checked before the rows are copied.
+    """
     try:
-        arr = np.asarray(trajectory if isinstance(trajectory, np.ndarray) else list(trajectory), dtype=np.float64)
+        cut = not hasattr(trajectory, "shape")  # lists, generators: at most max_steps + 1 rows are taken
+        if cut:
+            trajectory = list(itertools.islice(trajectory, None if max_steps is None else max_steps + 1))
+        steps = len(trajectory) if cut else (int(trajectory.shape[0]) if len(trajectory.shape) else 0)
+        if max_steps is not None and steps > max_steps:
+            raise SnapshotError(f"trajectory is longer than max_steps={max_steps} ({steps}{'+' if cut else ''} steps)")
+        raw = np.asarray(trajectory)
+        if raw.dtype.kind not in "fiu":
+            raise SnapshotError(f"trajectory is not a numeric array of integration states (dtype {raw.dtype})")
+        arr = raw.astype(np.float64, copy=False)
     except (TypeError, ValueError) as exc:
+        if isinstance(exc, SnapshotError):
+            raise
         raise SnapshotError(f"trajectory is not a numeric array of integration states: {exc}") from None
     if arr.ndim == 2 and len(env_ids) == 1:
         arr = arr[:, None, :]

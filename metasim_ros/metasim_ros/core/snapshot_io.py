@@ -7,7 +7,9 @@ non-finite values are refused.
 
 from __future__ import annotations
 
+import mmap
 import os
+import struct
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,23 +31,117 @@ class LayoutMismatch(Exception):
     """A layout is present but cannot be applied to this model; the restore chain tries the next one."""
 
 
-def open_snapshot(path: str | os.PathLike[str]) -> h5py.File:
-    """Open ``path`` read-only, turning missing, non-HDF5 and corrupt files into ``SnapshotError``."""
+def open_snapshot(path: str | os.PathLike[str], max_bytes: int | None = None) -> h5py.File:
+    """Open ``path`` read-only, turning missing, oversized, non-HDF5 and corrupt files into ``SnapshotError``.
+
+    ``max_bytes``: largest file accepted (checked with ``os.stat`` before the file is opened); None: any.
+    """
     p = Path(path)
-    if not p.exists():
-        raise SnapshotError(f"snapshot file not found: {p}")
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        raise SnapshotError(f"snapshot file not found: {p}") from None
+    except OSError as exc:
+        raise SnapshotError(f"cannot read snapshot file {p}: {exc}") from None
     if not p.is_file():
         raise SnapshotError(f"snapshot path is not a regular file: {p}")
+    if max_bytes is not None and st.st_size > max_bytes:
+        raise SnapshotError(f"snapshot file {p} is {st.st_size} bytes, larger than the limit max_bytes={max_bytes}")
     try:
         is_hdf5 = h5py.is_hdf5(p)
     except OSError as exc:
         raise SnapshotError(f"cannot read snapshot file {p}: {exc}") from None
     if not is_hdf5:
         raise SnapshotError(f"not an HDF5 file: {p}")
+    bad_heap = _looping_global_heap(p)
+    if bad_heap is not None:
+        raise SnapshotError(f"corrupt HDF5 file {p}: global heap at byte {bad_heap} is malformed "
+                            "(HDF5 would never finish reading it)")
     try:
         return h5py.File(p, "r")
-    except OSError as exc:
+    except Exception as exc:  # noqa: BLE001 - a corrupt superblock or header surfaces as OSError, ValueError, ...
         raise SnapshotError(f"corrupt or truncated HDF5 file {p}: {exc}") from None
+
+
+def _looping_global_heap(path: Path) -> int | None:
+    """Offset of a global heap collection that HDF5 would parse forever, None if there is none.
+
+    HDF5 (1.14) walks a collection object by object; a free-space object (index 0) of size 0
+    does not advance, so reading any variable-length string or attribute stored there spins
+    forever (one flipped bit is enough). Collections ("GCOL", version 1, at least 4 KiB) are
+    found by their signature and walked the same way; only a walk that would not advance is
+    refused, so stray "GCOL" bytes in data cannot make a good file fail.
+    """
+    with open(path, "rb") as fh:
+        if os.fstat(fh.fileno()).st_size == 0:
+            return None
+        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            size = len(mm)
+            at = mm.find(b"GCOL")
+            while at >= 0:
+                if at + 16 <= size and mm[at + 4] == 1:
+                    (length,) = struct.unpack_from("<Q", mm, at + 8)
+                    if 4096 <= length <= size - at and _heap_loops(mm, at, length):
+                        return at
+                at = mm.find(b"GCOL", at + 1)
+    return None
+
+
+_U64 = 2**64 - 1
+
+
+def _heap_loops(mm: mmap.mmap, start: int, length: int) -> bool:
+    """H5HG__cache_heap_deserialize's walk over one collection: True if it would not advance."""
+    p, end = start + 16, start + length
+    while p < end:
+        if p + 16 > end:
+            return False  # too small for an object header: the rest is free space
+        idx, _, _, size = struct.unpack_from("<HHIQ", mm, p)
+        need = (16 + (((size + 7) & _U64) & ~7)) & _U64 if idx > 0 else size  # C's size_t arithmetic
+        if need == 0 or need >= 2**63:  # no progress, or a pointer moved backwards
+            return True
+        p += need
+    return False
+
+
+def attr(obj: h5py.File | h5py.Group | h5py.Dataset, name: str, default: object = None) -> object:
+    """Attribute ``name`` of ``obj`` (``default`` if absent); an unreadable one is a mismatch."""
+    try:
+        return obj.attrs.get(name, default)
+    except (OSError, KeyError, TypeError, ValueError) as exc:
+        raise LayoutMismatch(f"attribute {name} of {obj.name} is unreadable: {exc}") from None
+
+
+def attr_text(obj: h5py.File | h5py.Group | h5py.Dataset, name: str) -> str | None:
+    """A scalar text attribute as str; None when absent or not text."""
+    value = attr(obj, name)
+    if isinstance(value, np.ndarray) and value.shape == ():
+        value = value[()]
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return value if isinstance(value, str) else None
+
+
+def attr_int(obj: h5py.File | h5py.Group | h5py.Dataset, name: str, default: int) -> int:
+    """A scalar integer attribute (``default`` if absent); anything else is a mismatch."""
+    value = attr(obj, name)
+    if value is None:
+        return default
+    if isinstance(value, np.ndarray) and value.shape == ():
+        value = value[()]
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return int(value)
+    raise LayoutMismatch(f"attribute {name} of {obj.name} is {value!r}, expected an integer")
+
+
+def subgroup(parent: h5py.Group, name: str) -> h5py.Group | None:
+    """The group ``name`` in ``parent``, None if absent; a non-group there is a mismatch."""
+    obj = parent.get(name)
+    if obj is None:
+        return None
+    if not isinstance(obj, h5py.Group):
+        raise LayoutMismatch(f"{obj.name} is not a group")
+    return obj
 
 
 def resolve_index(index: int, count: int, what: str) -> int:

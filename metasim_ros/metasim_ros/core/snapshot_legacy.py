@@ -183,6 +183,7 @@ class PerObjectStrategy:
                 if gripper is not None and _width(found[key]) < len(joints):
                     parts.append((gripper, found.get(f"robot{i}_gripper_qvel")))
             used += [d for part in parts for d in part if d is not None]
+            _check_widths(model, joints, parts)
             qpos = np.concatenate([read_row(q, index) for q, _ in parts])
             has_vel = all(v is not None for _, v in parts)
             qvel = np.concatenate([read_row(v, index) for _, v in parts]) if has_vel else None
@@ -198,6 +199,15 @@ class PerObjectStrategy:
 
 def _width(ds: h5py.Dataset) -> int:
     return int(ds.shape[-1]) if ds.ndim else 1
+
+
+def _check_widths(model: mujoco.MjModel, joints: list[int], parts: list[tuple[h5py.Dataset, h5py.Dataset | None]]) -> None:
+    """Refuse datasets wider than the joints they are for, before reading a row of them."""
+    need = {0: sum(qpos_width(model, j) for j in joints), 1: sum(dof_width(model, j) for j in joints)}
+    for part in parts:
+        for which, ds in enumerate(part):
+            if ds is not None and _width(ds) > need[which]:
+                raise LayoutMismatch(f"{ds.name} rows hold {_width(ds)} values; its joints in this scene need {need[which]}")
 
 
 def _split(model: mujoco.MjModel, joints: list[int], qpos: np.ndarray, qvel: np.ndarray | None, key: str) -> Assignments:
@@ -220,7 +230,8 @@ def _first_demo(f: h5py.File) -> h5py.Group | None:
     data = f.get("data")
     if not isinstance(data, h5py.Group):
         return None
-    demos = [k for k in data if re.fullmatch(r"demo_\d+", k) and isinstance(data[k].get("states"), h5py.Dataset)]
+    demos = [k for k in data if re.fullmatch(r"demo_\d+", k) and isinstance(data[k], h5py.Group)
+             and isinstance(data[k].get("states"), h5py.Dataset)]
     return data[min(demos, key=lambda k: int(k[5:]))] if demos else None
 
 

@@ -2,7 +2,8 @@
 
 The handler's MjData is copied (``mj_copyData``) before anything is touched and copied back on
 any failure, so a rejected or failed load leaves the simulation bitwise unchanged — derived
-quantities (poses, contacts) included, not only the integration state.
+quantities (poses, contacts) included, not only the integration state — and so are the robot
+targets the handler keeps beside MjData (restored first, then MjData with its ctrl).
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ STRATEGIES: tuple[Strategy, ...] = (
 
 #: Default verification tolerance: radians / metres / (rad|m)/s. Exact layouts reach 0.
 DEFAULT_TOLERANCE = 1e-6
+#: Default limit on the number of states (trajectory length) of a file loaded or saved.
+DEFAULT_MAX_STEPS = 100_000
+#: A restored qpos/qvel beyond this is refused: mj_step would reset the simulation (MuJoCo's mjMAXVAL).
+_MAX_VALUE = float(mujoco.mjMAXVAL)
 
 
 @dataclasses.dataclass
@@ -79,13 +84,29 @@ class RestoreReport:
 
 
 def restore_from_file(
-    f: h5py.File, handler: Any, index: int, env_id: int, tolerance: float = DEFAULT_TOLERANCE
+    f: h5py.File,
+    handler: Any,
+    index: int,
+    env_id: int,
+    tolerance: float = DEFAULT_TOLERANCE,
+    max_steps: int | None = DEFAULT_MAX_STEPS,
 ) -> RestoreReport:
-    """Run the strategy chain on an open file; see ``load_snapshot``."""
+    """Run the strategy chain on an open file; see ``load_snapshot``.
+
+    Anything unexpected while reading (h5py raises many types for corrupt files) becomes a
+    ``SnapshotError`` naming the layout and the original error.
+    """
     if not 0 <= env_id < handler.num_envs:
         raise SnapshotError(f"env_id {env_id} out of range: the simulation has {handler.num_envs} env(s)")
     model, data = handler.model, handler.datas[env_id]
     backup = copy.copy(data)
+    targets = _targets(handler, env_id)  # handler-side: MjData has no place for them
+
+    def rollback() -> None:
+        if targets:
+            handler.set_states([{"robots": targets}], env_ids=[env_id])
+        mujoco.mj_copyData(data, model, backup)  # after the targets: ctrl exactly as it was
+
     tried: list[str] = []
     try:
         for strategy in STRATEGIES:
@@ -93,25 +114,48 @@ def restore_from_file(
                 plan = strategy.plan(f, handler, index, env_id)
                 if plan is None:
                     continue
+                if max_steps is not None and plan.count > max_steps:
+                    raise SnapshotError(
+                        f"{f.filename} ({strategy.name}) holds {plan.count} states, more than max_steps={max_steps}"
+                    )
                 plan.apply()
+                _check_magnitude(data)
             except LayoutMismatch as exc:
-                mujoco.mj_copyData(data, model, backup)
+                rollback()
                 tried.append(f"{strategy.name}: {exc}")
                 continue
-            except (OSError, KeyError) as exc:
-                raise SnapshotError(f"corrupt snapshot {f.filename} ({strategy.name}): {exc}") from None
+            except SnapshotError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - corrupt HDF5 surfaces as OSError, ValueError, TypeError, ...
+                raise SnapshotError(
+                    f"corrupt snapshot {f.filename} ({strategy.name}): {type(exc).__name__}: {exc}"
+                ) from None
             mujoco.mj_forward(model, data)
             report = _verify(handler, env_id, plan, tolerance)
             report.path, report.env_id, report.tried = str(f.filename), env_id, tried
             if not report.ok:
-                mujoco.mj_copyData(data, model, backup)
+                rollback()
             return report
     except BaseException:
-        mujoco.mj_copyData(data, model, backup)
+        rollback()
         raise
     if not tried:
         raise SnapshotError(f"no known snapshot layout in {f.filename} (found: {_top_level(f)})")
     raise SnapshotError(f"no layout in {f.filename} fits this model: " + "; ".join(tried))
+
+
+def _targets(handler: Any, env_id: int) -> dict[str, Any]:
+    """The robot targets of one env, as a set_states request."""
+    state = handler.get_states([env_id], render=False)[0]
+    return {r: {k: s[k] for k in ("dof_pos_target", "dof_vel_target")} for r, s in state["robots"].items()}
+
+
+def _check_magnitude(data: mujoco.MjData) -> None:
+    """A restored state MuJoCo would throw away at the next step is not a state."""
+    for name in ("qpos", "qvel"):
+        values = getattr(data, name)
+        if not (np.abs(values) <= _MAX_VALUE).all():
+            raise LayoutMismatch(f"restored {name} holds values beyond {_MAX_VALUE:g} (MuJoCo's mjMAXVAL)")
 
 
 def _top_level(f: h5py.File) -> str:
