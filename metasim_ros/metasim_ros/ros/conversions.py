@@ -9,11 +9,14 @@ Partial states in SetStates (metasim_msgs has no "unset" flags, so values say it
   and twist of a fixed-base model follow from the scene and are ignored, like link_states;
 - a JointState sets position / velocity / position_target / velocity_target where the
   array is non-empty; effort and errors are outputs and ignored;
-- link_states are outputs (they follow from the joints) and are ignored.
+- link_states are outputs (they follow from the joints) and are ignored;
+- a model named twice in one WorldState, or a joint twice in one ModelState (or in a
+  joint_targets message), is refused rather than resolved by order.
 So a GetStates response sent back as a SetStates request restores exactly that state.
 """
 from __future__ import annotations
 
+import math
 from array import array
 from typing import Iterable
 
@@ -30,9 +33,15 @@ from metasim_ros.core.robot_joints import RobotJointArrays
 _ONE_DOF = (MsJointState.SLIDE, MsJointState.HINGE)
 
 
+#: builtin_interfaces/Time holds an int32 of seconds: times beyond it saturate.
+_MIN_NS, _MAX_NS = -(2**31) * 10**9, (2**31 - 1) * 10**9 + 999_999_999
+
+
 def stamp(sim_time: float) -> Time:
-    """Sim time in seconds -> builtin_interfaces/Time (nanosecond resolution)."""
-    ns = round(sim_time * 1e9)
+    """Sim time in seconds -> builtin_interfaces/Time (nanosecond resolution), saturated to
+    what Time can hold (a restored snapshot may carry any finite time); NaN -> 0."""
+    t = sim_time * 1e9
+    ns = 0 if math.isnan(t) else _MAX_NS if t >= _MAX_NS else _MIN_NS if t <= _MIN_NS else round(t)
     return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
 
 
@@ -138,9 +147,13 @@ def world_to_states(handler, worlds: list[WorldState]) -> tuple[list[dict], list
             raise StateValidationError(f"states[{w_index}].env_id", f"environment {world.env_id} given twice")
         env_ids.append(world.env_id)
         state: dict = {"objects": {}, "robots": {}}
+        seen: set[str] = set()
         for ms in world.model_states:
             if ms.name not in infos:
                 raise StateValidationError(f"models.{ms.name}", "unknown model")
+            if ms.name in seen:
+                raise StateValidationError(f"models.{ms.name}", "model given twice")
+            seen.add(ms.name)
             if ms.reference_frame not in ("", "world"):
                 raise StateValidationError(f"models.{ms.name}.reference_frame",
                                            f"only 'world' is supported, got {ms.reference_frame!r}")
@@ -154,7 +167,11 @@ def world_to_states(handler, worlds: list[WorldState]) -> tuple[list[dict], list
                 m["rot"] = [o.w, o.x, o.y, o.z]
                 m["vel"] = [t.linear.x, t.linear.y, t.linear.z]
                 m["ang_vel"] = [t.angular.x, t.angular.y, t.angular.z]
+            joints: set[str] = set()
             for js in ms.joint_states:
+                if js.name in joints:
+                    raise StateValidationError(f"{section}.{ms.name}.joint_states.{js.name}", "joint given twice")
+                joints.add(js.name)
                 one = js.type in _ONE_DOF
                 for field, key in (("position", "dof_pos"), ("velocity", "dof_vel"),
                                    ("position_target", "dof_pos_target"),
@@ -177,6 +194,9 @@ def targets_from_joint_state(msg: JointState, robots_by_joint: dict[str, str]) -
         raise StateValidationError("joint_targets", f"{len(msg.name)} names but "
                                    f"{len(msg.position)} positions and {len(msg.velocity)} velocities")
     robots: dict = {}
+    if len(set(msg.name)) != len(msg.name):
+        twice = sorted({n for n in msg.name if msg.name.count(n) > 1})
+        raise StateValidationError(f"joint_targets.{twice[0]}", "joint given twice")
     for i, name in enumerate(msg.name):
         if name not in robots_by_joint:
             raise StateValidationError(f"joint_targets.{name}", "unknown robot joint")
