@@ -33,6 +33,9 @@ class SimParameters:
     frame_prefix: str = ""
     on_divergence: str = "reset"
     snapshot_dir: str = ""
+    snapshot_max_bytes: int = 1024**3
+    snapshot_max_steps: int = 100_000
+    step_limit: int = 1_000_000
 
 
 _DESCRIPTIONS = {
@@ -55,6 +58,9 @@ _DESCRIPTIONS = {
                      "reported by ~/status",
     "snapshot_dir": "directory that snapshot service paths resolve in (empty = $ROS_HOME/metasim_snapshots); "
                     "nothing outside it is read or written",
+    "snapshot_max_bytes": "largest snapshot file ~/load_snapshot opens (bytes, checked before opening)",
+    "snapshot_max_steps": "most states (trajectory steps) a snapshot may declare to be loaded",
+    "step_limit": "most physics steps one ~/step call may ask for (the simulation is held meanwhile)",
 }
 
 _positive = lambda v: None if v > 0 else "must be > 0"  # noqa: E731
@@ -68,11 +74,13 @@ _CHECKS: dict[str, Callable[[Any], str | None]] = {
     "camera_height": lambda v: None if 1 <= v <= 8192 else "must be in 1..8192",
     "render_quality": lambda v: None if v in ("fast", "quality") else "must be 'fast' or 'quality'",
     "on_divergence": lambda v: None if v in ("reset", "pause") else "must be 'reset' or 'pause'",
+    "snapshot_max_bytes": _positive, "snapshot_max_steps": _positive, "step_limit": _positive,
 }
 
 #: Parameters that can change while the node runs; all others are read at start-up.
 DYNAMIC = {"paused", "real_time_factor", "on_divergence", "clock_rate", "joint_state_rate",
-           "world_state_rate", "tf_rate", "camera_rate"}
+           "world_state_rate", "tf_rate", "camera_rate", "snapshot_max_bytes", "snapshot_max_steps",
+           "step_limit"}
 
 
 def declare(node: Node) -> SimParameters:

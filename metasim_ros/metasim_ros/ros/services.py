@@ -77,7 +77,9 @@ class SimServices:
     def load_snapshot(self, request: LoadSnapshot.Request, response: LoadSnapshot.Response):
         path = self._snapshot_path(request.path)
         with self.loop.access():
-            report = load_snapshot(self.handler, path, index=request.index)
+            report = load_snapshot(self.handler, path, index=request.index,
+                                   max_bytes=self.node.params.snapshot_max_bytes,
+                                   max_steps=self.node.params.snapshot_max_steps)
         response.success, response.message = report.ok, report.summary()
         response.strategy = report.strategy
         response.max_position_error = max(report.max_qpos_error, report.max_qvel_error)
@@ -122,6 +124,9 @@ class SimServices:
     def step(self, request: Step.Request, response: Step.Response):
         if not self.loop.paused:
             raise ValueError("the simulation is running; pause it (~/pause) before stepping")
+        if request.steps > self.node.params.step_limit:
+            raise ValueError(f"steps={request.steps} is more than step_limit="
+                             f"{self.node.params.step_limit} (a parameter)")
         self.loop.step_now(request.steps)
         self.node.publish_now()
         response.success = True

@@ -212,3 +212,16 @@ def test_divergence_is_detected_handled_and_reported(start_node, client, snapsho
     assert node.proc.poll() is None
     assert node.stop() == 0
     assert "physics diverged" in node.output
+
+
+def test_size_and_step_limits_are_parameters(start_node, client, snapshot_dir):
+    start_node({"paused": True, "snapshot_dir": str(snapshot_dir), "snapshot_max_bytes": 1000,
+                "step_limit": 100}).wait_serving(client)
+    assert client.call(SaveSnapshot, f"{NODE}/save_snapshot", SaveSnapshot.Request(path="a.h5")).success
+    before = get(client)
+    res = client.call(LoadSnapshot, f"{NODE}/load_snapshot", LoadSnapshot.Request(path="a.h5", index=-1))
+    assert not res.success and "max_bytes=1000" in res.message, res.message
+    res = client.call(Step, f"{NODE}/step", Step.Request(steps=101))
+    assert not res.success and "step_limit=100" in res.message
+    assert get(client) == before
+    assert client.call(Step, f"{NODE}/step", Step.Request(steps=100)).success

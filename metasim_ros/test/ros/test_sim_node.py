@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import signal
+from pathlib import Path
 
 import pytest
+import yaml
+from rcl_interfaces.srv import ListParameters
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 
@@ -63,3 +66,12 @@ def test_invalid_parameter_fails_with_one_line(start_node):
     node.stop()
     assert node.proc.returncode != 0
     assert "real_time_factor" in node.output and "Traceback" not in node.output, node.output
+
+
+def test_starts_with_the_shipped_params_file(start_node, client):
+    config = Path(__file__).resolve().parents[2] / "config" / "default.yaml"
+    declared = yaml.safe_load(config.read_text())["sim_node"]["ros__parameters"]
+    node = start_node(args=["--ros-args", "--params-file", str(config)]).wait_serving(client)
+    listed = client.call(ListParameters, "/sim_node/list_parameters", ListParameters.Request())
+    assert set(declared) <= set(listed.result.names)
+    assert node.stop() == 0
