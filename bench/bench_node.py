@@ -21,7 +21,6 @@ import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 import rclpy  # noqa: E402
 from metasim_msgs.srv import GetStates, SetStates  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402
@@ -63,8 +62,6 @@ def stop_node(p: subprocess.Popen) -> None:
 class Probe:
     def __init__(self) -> None:
         self.node = Node("bench_probe")
-        self.ex = SingleThreadedExecutor()
-        self.ex.add_node(self.node)
         self.clock = 0.0
         self.frames = 0
         self.node.create_subscription(Clock, "/clock", self._on_clock, 10)
@@ -75,14 +72,14 @@ class Probe:
     def spin_for(self, seconds: float) -> None:
         end = time.monotonic() + seconds
         while time.monotonic() < end:
-            self.ex.spin_once(timeout_sec=0.01)
+            rclpy.spin_once(self.node, timeout_sec=0.01)
 
     def wait_service(self, client) -> None:
         end = time.monotonic() + 60
         while not client.service_is_ready():
             if time.monotonic() > end:
                 raise RuntimeError("sim_node did not come up")
-            self.ex.spin_once(timeout_sec=0.05)
+            rclpy.spin_once(self.node, timeout_sec=0.05)
 
     def sim_rate(self, timestep: float) -> float:
         self.spin_for(0.5)
@@ -96,7 +93,7 @@ class Probe:
         while not future.done():
             if time.monotonic() > end:
                 raise RuntimeError("service call timed out")
-            self.ex.spin_once(timeout_sec=0.01)
+            rclpy.spin_once(self.node, timeout_sec=0.01)
         return future.result()
 
 

@@ -68,7 +68,11 @@ def fill_twist(twist: Twist, vel: np.ndarray, ang_vel: np.ndarray) -> None:
 
 
 class WorldStateFiller:
-    """Builds one WorldState message per environment once, then refills it."""
+    """Builds one WorldState message per environment once, then refills it.
+
+    Touches only the (immutable) model, never MjData: fill() runs after the simulation
+    lock is released, from values copied under it.
+    """
 
     def __init__(self, handler, world_frame: str = "world") -> None:
         self._handler = handler
@@ -78,20 +82,21 @@ class WorldStateFiller:
     def _build(self, env_id: int) -> WorldState:
         msg = WorldState(env_id=env_id)
         msg.header.frame_id = self._world_frame
-        readings = {r.name: r for r in self._handler.joint_states(env_id)}
+        model = self._handler.model
         for info in self._handler.models:
             msg.model_states.append(ModelState(
                 name=info.name,
                 kind=ModelState.ROBOT if info.kind == "robot" else ModelState.OBJECT,
                 reference_frame=self._world_frame,
                 link_states=[LinkState(name=b) for b in info.bodies],
-                joint_states=[MsJointState(name=j, type=readings[j].type) for j in info.joints]))
+                joint_states=[MsJointState(name=model.joint(j).name, type=int(model.jnt_type[j]))
+                              for j in info.joint_ids]))
         return msg
 
-    def fill(self, env_id: int, state: dict, readings: Iterable) -> WorldState:
+    def fill(self, env_id: int, sim_time: float, state: dict, readings: Iterable) -> WorldState:
         """state: the env's core state (render off); readings: its joint_states()."""
         msg = self._msgs.get(env_id) or self._msgs.setdefault(env_id, self._build(env_id))
-        msg.header.stamp = stamp(self._handler.datas[env_id].time)
+        msg.header.stamp = stamp(sim_time)
         by_name = {r.name: r for r in readings}
         for ms, info in zip(msg.model_states, self._handler.models):
             m = state["robots" if info.kind == "robot" else "objects"][info.name]

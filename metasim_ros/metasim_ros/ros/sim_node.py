@@ -90,8 +90,9 @@ class SimNode(Node):
 
     # -- state access for streams and services ----------------------------------------
     def read_world(self, env_id: int) -> tuple:
-        """(core state, joint readings) of one env; call with the simulation held."""
-        return self.handler.get_states([env_id], render=False)[0], self.handler.joint_states(env_id)
+        """(sim time, core state, joint readings) of one env; call with the simulation held."""
+        h = self.handler
+        return h.datas[env_id].time, h.get_states([env_id], render=False)[0], h.joint_states(env_id)
 
     def world_states(self) -> list[WorldState]:
         """New WorldState messages of every env (for service replies)."""

@@ -54,8 +54,8 @@ class Streams:
             clock_pub.publish(clock_msg)
 
         def publish_world(readings: list) -> None:
-            for env_id, (state, joint_readings) in enumerate(readings):
-                world_pub.publish(world.fill(env_id, state, joint_readings))
+            for env_id, reading in enumerate(readings):
+                world_pub.publish(world.fill(env_id, *reading))
 
         self._streams = {
             "clock_rate": _Stream(1 / p.clock_rate, lambda: h.datas[0].time, publish_clock),

@@ -248,7 +248,7 @@ def test_published_world_state_round_trips(scene_name, data):
     _set(h, worlds)  # somewhere random, valid
     states = h.get_states(render=False)
     filler = WorldStateFiller(h)
-    published = [filler.fill(e, states[e], h.joint_states(e)) for e in range(NUM_ENVS)]
+    published = [filler.fill(e, h.datas[e].time, states[e], h.joint_states(e)) for e in range(NUM_ENVS)]
     from rclpy.serialization import deserialize_message, serialize_message
     received = [deserialize_message(serialize_message(m), WorldState) for m in published]
     snapshot = fingerprint(h)
