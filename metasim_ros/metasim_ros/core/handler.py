@@ -203,6 +203,9 @@ class MujocoHandler:
         """
         events = {}
         for e, d in enumerate(self._datas):
+            counts = d.warning.number   # one read of all counters (runs after every batch)
+            if not (counts[_UNSTABLE[0]] or counts[_UNSTABLE[1]] or counts[_UNSTABLE[2]]):
+                continue
             what = [f"{text} (DOF {int(d.warning[w].lastinfo)})"
                     for w, text in zip(_UNSTABLE, _UNSTABLE_TEXT) if d.warning[w].number > 0]
             if what:

@@ -28,7 +28,7 @@ class PhysicsLoop:
     """Runs `handler.step` in its own thread, keeping sim time = rtf x wall time."""
 
     #: Most steps taken under one lock hold when running behind or as fast as possible.
-    MAX_BATCH = 10
+    MAX_BATCH = 20
 
     def __init__(self, handler: Steppable, real_time_factor: float = 1.0,
                  on_tick: Callable[[], None] | None = None, tick_period: float = 0.005,

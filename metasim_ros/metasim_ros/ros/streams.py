@@ -67,22 +67,27 @@ class Streams:
                                lambda r: tf_pub.publish(tf.fill(r))),
         }
 
+        self._next_due = 0.0   # earliest due time of any stream: the cheap test per tick
+
     def set_rate(self, name: str, hz: float) -> None:
         self._streams[name].period = 1.0 / hz
+        self._next_due = 0.0
 
     def publish_all_soon(self) -> None:
         """After a service changed the state: every topic at the next tick."""
         for s in self._streams.values():
             s.due = 0.0
+        self._next_due = 0.0
 
     def tick(self) -> None:
         now = time.monotonic()
-        due = [s for s in self._streams.values() if now >= s.due]
-        if not due:
+        if now < self._next_due:
             return
+        due = [s for s in self._streams.values() if now >= s.due]
         with self._node.loop.access():
             readings = [s.read() for s in due]
         for s, reading in zip(due, readings):
             s.publish(reading)
             nxt = s.due + s.period
             s.due = nxt if nxt > now else now + s.period   # no bursts to catch up after a stall
+        self._next_due = min(s.due for s in self._streams.values())
