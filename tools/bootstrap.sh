@@ -10,7 +10,11 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 VENV="$ROOT/.venv"
-PY=${PYTHON:-python3}
+if [ -n "${ROS_DISTRO:-}" ] && [ -x /usr/bin/python3 ]; then
+  PY=${PYTHON:-/usr/bin/python3}   # the interpreter ROS's packages were built for
+else
+  PY=${PYTHON:-python3}
+fi
 cd "$ROOT"
 
 say() { printf 'bootstrap: %s\n' "$*"; }

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from rcl_interfaces.srv import ListParameters
+from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+from rcl_interfaces.srv import ListParameters, SetParameters
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 
@@ -75,3 +76,20 @@ def test_starts_with_the_shipped_params_file(start_node, client):
     listed = client.call(ListParameters, "/sim_node/list_parameters", ListParameters.Request())
     assert set(declared) <= set(listed.result.names)
     assert node.stop() == 0
+
+
+def test_parameters_are_validated_on_set(paused_node, client):
+    def set_param(name: str, value: ParameterValue):
+        res = client.call(SetParameters, "/sim_node/set_parameters",
+                          SetParameters.Request(parameters=[Parameter(name=name, value=value)]))
+        return res.results[0]
+
+    double = lambda v: ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=v)  # noqa: E731
+    bad = set_param("real_time_factor", double(-1.0))
+    assert not bad.successful and "real_time_factor" in bad.reason
+    assert set_param("tf_rate", double(5.0)).successful
+    read_only = set_param("num_envs", ParameterValue(type=ParameterType.PARAMETER_INTEGER, integer_value=3))
+    assert not read_only.successful
+    choice = set_param("on_divergence", ParameterValue(type=ParameterType.PARAMETER_STRING,
+                                                       string_value="explode"))
+    assert not choice.successful and "reset" in choice.reason
