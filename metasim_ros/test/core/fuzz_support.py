@@ -232,3 +232,15 @@ def check_applied(spec: Scene, request: dict, before: dict, after: dict) -> None
                     else:
                         want = np.asarray(given[j], dtype=np.float64).reshape(np.shape(now))
                         assert bitwise(now, want), f"{section}.{name}.{k}.{j}: {now} != {given[j]}"
+
+
+_SCENES: dict[str, Scene] = {}
+
+
+def scene_of(name: str) -> Scene:
+    """One Scene per name for the whole run, restored to its initial state."""
+    if name not in _SCENES:
+        _SCENES[name] = make_scene(name)
+    scene = _SCENES[name]
+    scene.restore()
+    return scene

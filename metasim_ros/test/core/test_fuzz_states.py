@@ -18,23 +18,12 @@ from hypothesis import given, note  # noqa: E402
 from hypothesis.control import currently_in_test_context  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from fuzz_support import (NUM_ENVS, SCENES, Scene, bad_quat, check_applied, fingerprint,  # noqa: E402
+from fuzz_support import (NUM_ENVS, SCENES, Scene, scene_of, bad_quat, check_applied, fingerprint,  # noqa: E402
                           junk_numbers, make_scene, non_string_key, not_a_mapping, resolve, unknown_name,
                           valid_ang_vel, valid_number, valid_quat, valid_scalar, wrong_length)
 
 from metasim_ros.core import StateValidationError  # noqa: E402
 from metasim_ros.core.state import MODEL_KEYS, ROBOT_KEYS  # noqa: E402
-
-_SCENES: dict[str, Scene] = {}
-
-
-def scene_of(name: str) -> Scene:
-    if name not in _SCENES:
-        _SCENES[name] = make_scene(name)
-    scene = _SCENES[name]
-    scene.restore()
-    return scene
-
 
 # -- requests ----------------------------------------------------------------------------
 @st.composite

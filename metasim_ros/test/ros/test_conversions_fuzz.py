@@ -31,23 +31,12 @@ from metasim_msgs.msg import JointState as MsJointState  # noqa: E402
 from metasim_msgs.msg import ModelState, WorldState  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
-from fuzz_support import (NUM_ENVS, SCENES, Scene, check_applied, fingerprint, make_scene,  # noqa: E402
+from fuzz_support import (NUM_ENVS, SCENES, Scene, scene_of, check_applied, fingerprint, make_scene,  # noqa: E402
                           unknown_name, valid_ang_vel, valid_number, valid_quat)
 
 from metasim_ros.core import StateValidationError  # noqa: E402
 from metasim_ros.ros.conversions import (WorldStateFiller, seconds, stamp, targets_from_joint_state,  # noqa: E402
                                          world_to_states)
-
-_SCENES: dict[str, Scene] = {}
-
-
-def scene_of(name: str) -> Scene:
-    if name not in _SCENES:
-        _SCENES[name] = make_scene(name)
-    scene = _SCENES[name]
-    scene.restore()
-    return scene
-
 
 any_float = st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from([math.nan, math.inf, 1e308, -0.0])
 good_float = valid_number.map(float)
