@@ -19,7 +19,7 @@ from hypothesis.control import currently_in_test_context  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from fuzz_support import (NUM_ENVS, SCENES, Scene, scene_of, bad_quat, check_applied, fingerprint,  # noqa: E402
-                          junk_numbers, make_scene, non_string_key, not_a_mapping, resolve, unknown_name,
+                          junk_numbers, non_string_key, not_a_mapping, resolve, unknown_name,
                           valid_ang_vel, valid_number, valid_quat, valid_scalar, wrong_length)
 
 from metasim_ros.core import StateValidationError  # noqa: E402

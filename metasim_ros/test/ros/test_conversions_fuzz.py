@@ -31,8 +31,7 @@ from metasim_msgs.msg import JointState as MsJointState  # noqa: E402
 from metasim_msgs.msg import ModelState, WorldState  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
-from fuzz_support import (NUM_ENVS, SCENES, Scene, scene_of, check_applied, fingerprint, make_scene,  # noqa: E402
-                          unknown_name, valid_ang_vel, valid_number, valid_quat)
+from fuzz_support import (NUM_ENVS, SCENES, Scene, scene_of, check_applied, fingerprint, unknown_name, valid_ang_vel, valid_number, valid_quat)
 
 from metasim_ros.core import StateValidationError  # noqa: E402
 from metasim_ros.ros.conversions import (WorldStateFiller, seconds, stamp, targets_from_joint_state,  # noqa: E402

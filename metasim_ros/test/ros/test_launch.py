@@ -9,7 +9,7 @@ import unittest
 
 import pytest
 
-launch_testing = pytest.importorskip("launch_testing", reason="launch_testing is not installed")
+pytest.importorskip("launch_testing", reason="launch_testing is not installed")
 pytest.importorskip("launch_ros", reason="launch_ros is not installed")
 
 import launch  # noqa: E402

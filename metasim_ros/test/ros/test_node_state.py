@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import mujoco
 import numpy as np
 import pytest
-from geometry_msgs.msg import Pose, Twist
 from metasim_msgs.msg import JointState as MsJointState
 from metasim_msgs.msg import ModelState, WorldState
 from metasim_msgs.srv import GetStates, SetStates
@@ -51,7 +51,6 @@ def truth() -> Truth:
         t.set_joint(n, v, ARM_VEL[n])
     # free joint: qvel = [world linear velocity, angular velocity in the body frame]
     rot = np.zeros(9)
-    import mujoco
     mujoco.mju_quat2Mat(rot, np.array(CUBE_QUAT))
     local_ang = rot.reshape(3, 3).T @ np.array(CUBE_ANG)
     t.set_joint("cube_joint", CUBE_POS + CUBE_QUAT, CUBE_LIN + list(local_ang))
@@ -72,7 +71,6 @@ def test_published_values_match_mujoco(paused_node, client):
     res = client.call(SetStates, "/sim_node/set_states", request())
     assert res.success, res.message
     t = truth()
-    stamp_ok = lambda m: True  # noqa: E731
 
     world = client.wait_for_message(WorldState, "/sim_node/world_state", predicate=lambda m: any(
         ms.name == "box" and ms.joint_states[0].position[0] == LID for ms in m.model_states))
@@ -106,7 +104,6 @@ def test_published_values_match_mujoco(paused_node, client):
     assert dict(zip(js.name, js.velocity)) == ARM_VEL
 
     check_tf(client, t)
-    del stamp_ok
 
 
 def check_tf(client, t: Truth) -> None:
@@ -137,7 +134,6 @@ def check_tf(client, t: Truth) -> None:
     pos, q = world_pose("camera0_optical_frame")
     assert pos == pytest.approx(t.data.cam_xpos[cam], abs=1e-9)
     rot = np.zeros(9)
-    import mujoco
     mujoco.mju_quat2Mat(rot, q)
     rot = rot.reshape(3, 3)
     mj = t.data.cam_xmat[cam].reshape(3, 3)
