@@ -5,6 +5,7 @@ import os
 import signal
 import sys
 import threading
+import traceback
 from pathlib import Path
 
 import mujoco
@@ -175,7 +176,10 @@ def main(args: list[str] | None = None) -> int:
     try:
         node.start()
         while not stop.is_set():
-            executor.spin_once(timeout_sec=0.1)
+            try:
+                executor.spin_once(timeout_sec=0.1)
+            except Exception:  # a callback's bug: report it, keep serving everyone else
+                node.get_logger().error(f"callback failed:\n{traceback.format_exc()}")
     finally:
         node.shutdown()
         executor.shutdown(timeout_sec=2.0)
