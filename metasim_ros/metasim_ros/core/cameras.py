@@ -15,7 +15,8 @@ from typing import Sequence
 import mujoco
 import numpy as np
 
-_MJ_TO_CV = np.array([1.0, -1.0, -1.0])  # flips MuJoCo's camera y, z into OpenCV's
+#: Flips MuJoCo's camera y, z into OpenCV's / REP-103 optical (x right, y down, z forward).
+MJ_TO_OPTICAL = np.array([1.0, -1.0, -1.0])
 
 
 def intrinsic_matrix(fovy_deg: float, width: int, height: int) -> np.ndarray:
@@ -27,7 +28,7 @@ def intrinsic_matrix(fovy_deg: float, width: int, height: int) -> np.ndarray:
 def _poses(data: mujoco.MjData, cams: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(pos [n,3], look_at [n,3], extrinsic [n,4,4]) of cameras `cams`."""
     pos = data.cam_xpos[cams]
-    rot = data.cam_xmat[cams].reshape(-1, 3, 3) * _MJ_TO_CV  # columns: camera axes, CV
+    rot = data.cam_xmat[cams].reshape(-1, 3, 3) * MJ_TO_OPTICAL  # columns: camera axes, CV
     world_to_cam = rot.transpose(0, 2, 1)
     ext = np.zeros((len(pos), 4, 4))
     ext[:, :3, :3] = world_to_cam

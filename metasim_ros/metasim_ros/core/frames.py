@@ -12,11 +12,11 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
+from metasim_ros.core.cameras import MJ_TO_OPTICAL
+
 #: MuJoCo camera frame (x right, y up, looking along -z) -> REP-103 body frame of the
 #: camera (x forward, y left, z up): columns are the REP-103 axes in MuJoCo's frame.
 _MJ_TO_BODY = np.array([[0.0, -1.0, 0.0], [0.0, 0.0, 1.0], [-1.0, 0.0, 0.0]])
-#: MuJoCo camera frame -> REP-103 optical frame (x right, y down, z forward).
-_MJ_TO_OPTICAL = np.diag([1.0, -1.0, -1.0])
 
 
 def mat_to_quat(mat: np.ndarray) -> np.ndarray:
@@ -81,7 +81,7 @@ class FrameTree:
             else:
                 self.cameras_tracking.append(c)
             self.camera_static.append(Frame(cam, cam + "_optical_frame", np.zeros(3),
-                                            mat_to_quat(_MJ_TO_BODY.T @ _MJ_TO_OPTICAL)))
+                                            mat_to_quat(_MJ_TO_BODY.T @ np.diag(MJ_TO_OPTICAL))))
         self.camera_names = [prefix + model.camera(c).name for c in range(model.ncam)]
         self.world = prefix + world
 

@@ -30,8 +30,6 @@ from sensor_msgs.msg import JointState
 from metasim_ros.core.errors import StateValidationError
 from metasim_ros.core.robot_joints import RobotJointArrays
 
-_ONE_DOF = (MsJointState.SLIDE, MsJointState.HINGE)
-
 
 #: builtin_interfaces/Time holds an int32 of seconds: times beyond it saturate.
 _MIN_NS, _MAX_NS = -(2**31) * 10**9, (2**31 - 1) * 10**9 + 999_999_999
@@ -177,7 +175,6 @@ def world_to_states(handler, worlds: list[WorldState]) -> tuple[list[dict], list
                 if js.name in joints:
                     raise StateValidationError(f"{section}.{ms.name}.joint_states.{js.name}", "joint given twice")
                 joints.add(js.name)
-                one = js.type in _ONE_DOF
                 for field, key in (("position", "dof_pos"), ("velocity", "dof_vel"),
                                    ("position_target", "dof_pos_target"),
                                    ("velocity_target", "dof_vel_target")):
@@ -187,8 +184,8 @@ def world_to_states(handler, worlds: list[WorldState]) -> tuple[list[dict], list
                     if key.endswith("_target") and section != "robots":
                         raise StateValidationError(f"{section}.{ms.name}.{key}.{js.name}",
                                                    "only robots have joint targets")
-                    arr = np.asarray(values, dtype=np.float64)
-                    m.setdefault(key, {})[js.name] = float(arr[0]) if one and arr.size == 1 else arr
+                    # the core checks the length against the joint (1-DOF values may be [v])
+                    m.setdefault(key, {})[js.name] = np.asarray(values, dtype=np.float64)
         states.append(state)
     return states, env_ids
 
