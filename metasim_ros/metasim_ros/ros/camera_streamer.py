@@ -14,7 +14,7 @@ import numpy as np
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image
 
-from metasim_ros.core.cameras import CameraRenderer, intrinsic_matrix
+from metasim_ros.core.scene.cameras import CameraRenderer, intrinsic_matrix
 from metasim_ros.ros.conversions import stamp
 
 #: Reliable keep-last: matches reliable (rviz2's default) and best-effort readers, and a

@@ -28,7 +28,7 @@ from metasim_msgs.msg import LinkState, ModelState, WorldState
 from sensor_msgs.msg import JointState
 
 from metasim_ros.core.errors import StateValidationError
-from metasim_ros.core.robot_joints import RobotJointArrays
+from metasim_ros.core.state.robot_joints import RobotJointArrays
 
 
 #: builtin_interfaces/Time holds an int32 of seconds: times beyond it saturate.

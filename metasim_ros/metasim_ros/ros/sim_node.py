@@ -21,8 +21,8 @@ from tf2_msgs.msg import TFMessage
 
 from metasim_ros.core import MujocoHandler
 from metasim_ros.core.errors import StateValidationError
-from metasim_ros.core.frames import FrameTree
-from metasim_ros.core.physics_loop import PhysicsLoop
+from metasim_ros.core.state.frames import FrameTree
+from metasim_ros.core.sim.physics_loop import PhysicsLoop
 from metasim_ros.ros import parameters
 from metasim_ros.ros.camera_streamer import CameraStreamer
 from metasim_ros.ros.conversions import WorldStateFiller, targets_from_joint_state

@@ -17,7 +17,7 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from tf2_msgs.msg import TFMessage
 
-from metasim_ros.core.frames import FrameTree
+from metasim_ros.core.state.frames import FrameTree
 from metasim_ros.ros.conversions import JointStateFiller, WorldStateFiller, stamp
 from metasim_ros.ros.tf import DynamicTf
 

@@ -8,7 +8,7 @@ import mujoco
 import numpy as np
 
 from metasim_ros.core import MujocoHandler
-from metasim_ros.core.physics_loop import PhysicsLoop
+from metasim_ros.core.sim.physics_loop import PhysicsLoop
 
 BLOW_UP = {"objects": {"cube": {"ang_vel": [9e9, 9e9, 0.0]}}}   # finite, accepted, unstable
 

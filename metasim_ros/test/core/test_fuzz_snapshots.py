@@ -35,7 +35,7 @@ from test_snapshot_support import (fingerprint, flat, moving_handler, write_init
 
 from metasim_ros.core.snapshot import (DEFAULT_MAX_BYTES, DEFAULT_MAX_STEPS, SnapshotError,  # noqa: E402
                                        capture_state, load_snapshot, save_snapshot)
-from metasim_ros.core.snapshot_format import model_signature  # noqa: E402
+from metasim_ros.core.snapshot.format import model_signature  # noqa: E402
 
 _SIG = mujoco.mjtState.mjSTATE_INTEGRATION
 #: One load of any file, however hostile, takes less than this (seconds).

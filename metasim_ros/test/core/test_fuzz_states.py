@@ -23,7 +23,7 @@ from fuzz_support import (NUM_ENVS, SCENES, Scene, scene_of, bad_quat, check_app
                           valid_ang_vel, valid_number, valid_quat, valid_scalar, wrong_length)
 
 from metasim_ros.core import StateValidationError  # noqa: E402
-from metasim_ros.core.state import MODEL_KEYS, ROBOT_KEYS  # noqa: E402
+from metasim_ros.core.state.schema import MODEL_KEYS, ROBOT_KEYS  # noqa: E402
 
 # -- requests ----------------------------------------------------------------------------
 @st.composite

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from metasim_ros.core import MujocoHandler
-from metasim_ros.core.state_reader import BodyMap
+from metasim_ros.core.state.reader import BodyMap
 
 # A root body hinged to the world (a turntable) with an arm on it, and a root slider:
 # roots whose velocity is neither a free joint's nor zero.

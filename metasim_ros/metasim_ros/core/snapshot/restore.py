@@ -17,10 +17,10 @@ import h5py
 import mujoco
 import numpy as np
 
-from .snapshot_format import INTEGRATION_STATE, IntegrationStateStrategy, MetaSimTreeStrategy
-from .snapshot_io import LayoutMismatch, SnapshotError
-from .snapshot_legacy import FlattenedStrategy, InitialStateDataStrategy, PerObjectStrategy
-from .snapshot_plan import Expected, Plan, Strategy
+from metasim_ros.core.snapshot.format import INTEGRATION_STATE, IntegrationStateStrategy, MetaSimTreeStrategy
+from metasim_ros.core.snapshot.io import LayoutMismatch, SnapshotError
+from metasim_ros.core.snapshot.legacy import FlattenedStrategy, InitialStateDataStrategy, PerObjectStrategy
+from metasim_ros.core.snapshot.plan import Expected, Plan, Strategy
 
 #: In the order they are tried (DESIGN §7).
 STRATEGIES: tuple[Strategy, ...] = (

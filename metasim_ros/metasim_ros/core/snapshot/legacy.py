@@ -25,9 +25,9 @@ import h5py
 import mujoco
 import numpy as np
 
-from .snapshot_format import set_states_or_mismatch
-from .snapshot_io import LayoutMismatch, dataset, read_row, read_text, resolve_index, row_count
-from .snapshot_plan import Expected, Plan, dof_width, joint_dof_slice, joint_qpos_slice, qpos_width
+from metasim_ros.core.snapshot.format import set_states_or_mismatch
+from metasim_ros.core.snapshot.io import LayoutMismatch, dataset, read_row, read_text, resolve_index, row_count
+from metasim_ros.core.snapshot.plan import Expected, Plan, dof_width, joint_dof_slice, joint_qpos_slice, qpos_width
 
 Assignments = dict[int, tuple[np.ndarray, np.ndarray | None]]
 # ints: in MuJoCo 4 `numpy int in (enum, ...)` is False (the enum side of == does not know numpy)

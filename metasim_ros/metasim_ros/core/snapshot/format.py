@@ -32,9 +32,9 @@ import mujoco
 import numpy as np
 from tqdm import tqdm
 
-from .atomic import atomic_path
-from .errors import StateValidationError
-from .snapshot_io import (
+from metasim_ros.core.atomic import atomic_path
+from metasim_ros.core.errors import StateValidationError
+from metasim_ros.core.snapshot.io import (
     LayoutMismatch,
     SnapshotError,
     attr_int,
@@ -48,7 +48,7 @@ from .snapshot_io import (
     subgroup,
     walk_datasets,
 )
-from .snapshot_plan import Expected, Plan
+from metasim_ros.core.snapshot.plan import Expected, Plan
 
 FORMAT_NAME = "metasim_snapshot"
 FORMAT_VERSION = 1

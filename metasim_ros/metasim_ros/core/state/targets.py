@@ -17,7 +17,7 @@ from typing import Sequence
 import mujoco
 import numpy as np
 
-from metasim_ros.core.scene import ModelInfo
+from metasim_ros.core.scene.loading import ModelInfo
 
 _ONE_DOF = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
 _JOINT_TRN = (int(mujoco.mjtTrn.mjTRN_JOINT), int(mujoco.mjtTrn.mjTRN_JOINTINPARENT))

@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from .snapshot_format import capture_state, stack_trajectory, state_size, write_snapshot
-from .snapshot_io import LayoutMismatch, SnapshotError, open_snapshot
-from .snapshot_restore import (
+from metasim_ros.core.snapshot.format import capture_state, stack_trajectory, state_size, write_snapshot
+from metasim_ros.core.snapshot.io import LayoutMismatch, SnapshotError, open_snapshot
+from metasim_ros.core.snapshot.restore import (
     DEFAULT_MAX_STEPS,
     DEFAULT_TOLERANCE,
     STRATEGIES,

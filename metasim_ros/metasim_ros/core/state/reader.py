@@ -25,10 +25,10 @@ from typing import Any, NamedTuple, Sequence
 import mujoco
 import numpy as np
 
-from metasim_ros.core.actuation import JointTargets
-from metasim_ros.core.cameras import CameraPoses
-from metasim_ros.core.scene import ModelInfo
-from metasim_ros.core.state import State
+from metasim_ros.core.state.targets import JointTargets
+from metasim_ros.core.scene.cameras import CameraPoses
+from metasim_ros.core.scene.loading import ModelInfo
+from metasim_ros.core.state.schema import State
 
 _ONE_DOF = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
 _QPOS_WIDTH = {0: 7, 1: 4}

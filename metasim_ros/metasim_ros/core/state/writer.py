@@ -22,11 +22,11 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from metasim_ros.core.actuation import JointTargets
+from metasim_ros.core.state.targets import JointTargets
 from metasim_ros.core.errors import StateValidationError
-from metasim_ros.core.state import (BODY_KEYS, CAMERA_KEYS, MAX_ABS_VALUE, MODEL_KEYS, ROBOT_KEYS, SECTIONS,
+from metasim_ros.core.state.schema import (BODY_KEYS, CAMERA_KEYS, MAX_ABS_VALUE, MODEL_KEYS, ROBOT_KEYS, SECTIONS,
                                     TARGET_KEYS, as_array, as_mapping, as_quat, as_scalar)
-from metasim_ros.core.state_reader import ModelLayout, StateReader
+from metasim_ros.core.state.reader import ModelLayout, StateReader
 
 _ONE_DOF = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
 _BALL = int(mujoco.mjtJoint.mjJNT_BALL)

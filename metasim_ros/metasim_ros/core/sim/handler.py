@@ -7,15 +7,15 @@ from typing import Any
 
 import mujoco
 
-from metasim_ros.core import scene as scene_mod
-from metasim_ros.core.actuation import JointTargets
-from metasim_ros.core.cameras import CameraPoses, CameraRenderer
+from metasim_ros.core.scene import loading as scene_mod
+from metasim_ros.core.state.targets import JointTargets
+from metasim_ros.core.scene.cameras import CameraPoses, CameraRenderer
 from metasim_ros.core.errors import StateValidationError
-from metasim_ros.core.joints import JointReader, JointReading
-from metasim_ros.core.scene import ModelInfo
-from metasim_ros.core.state import Action, State
-from metasim_ros.core.state_reader import StateReader
-from metasim_ros.core.state_writer import Plan, StateWriter
+from metasim_ros.core.state.joints import JointReader, JointReading
+from metasim_ros.core.scene.loading import ModelInfo
+from metasim_ros.core.state.schema import Action, State
+from metasim_ros.core.state.reader import StateReader
+from metasim_ros.core.state.writer import Plan, StateWriter
 
 #: Name of the keyframe a scene starts in and resets to (the model defaults otherwise).
 INITIAL_KEYFRAME = "home"

@@ -21,8 +21,8 @@ from typing import NamedTuple, Sequence
 import mujoco
 import numpy as np
 
-from metasim_ros.core.actuation import JointTargets
-from metasim_ros.core.state_reader import Gather
+from metasim_ros.core.state.targets import JointTargets
+from metasim_ros.core.state.reader import Gather
 
 _FREE, _BALL = int(mujoco.mjtJoint.mjJNT_FREE), int(mujoco.mjtJoint.mjJNT_BALL)
 _QPOS_WIDTH = {0: 7, 1: 4, 2: 1, 3: 1}

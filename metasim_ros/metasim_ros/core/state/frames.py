@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from metasim_ros.core.cameras import MJ_TO_OPTICAL
+from metasim_ros.core.scene.cameras import MJ_TO_OPTICAL
 
 #: MuJoCo camera frame (x right, y up, looking along -z) -> REP-103 body frame of the
 #: camera (x forward, y left, z up): columns are the REP-103 axes in MuJoCo's frame.

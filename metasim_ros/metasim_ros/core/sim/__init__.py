@@ -1,0 +1,1 @@
+"""Running the simulation: the handler (the one door to MjData) and the physics loop."""

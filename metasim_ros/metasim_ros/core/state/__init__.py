@@ -1,0 +1,1 @@
+"""The MetaSim state on MuJoCo: schema, joint targets, reading, writing, joints, frames."""
