@@ -8,6 +8,7 @@ read, as a consumer of all of them (the WorldState publisher) pays.
 """
 from __future__ import annotations
 
+import copy
 import os
 import sys
 import timeit
@@ -76,14 +77,14 @@ def main() -> None:
     h16 = MujocoHandler(scene, num_envs=16)
     for h in (h1, h16):
         h.step(n=200)  # contacts settled, arm holding its pose
-    m, d = h1.model, h1.datas[0]
+    m, d = h1.model, copy.copy(h1.synced_data(0))  # raw MuJoCo on its own copy
     step = per_call_us(lambda: mujoco.mj_step(m, d), 2000)
     get1 = per_call_us(lambda: h1.get_states(render=False), 2000)
     get16 = per_call_us(lambda: h16.get_states(render=False), 200)
     full1 = per_call_us(lambda: read_all_bodies(h1.get_states(render=False)), 2000)
     full16 = per_call_us(lambda: read_all_bodies(h16.get_states(render=False)), 200)
     naive1 = per_call_us(lambda: naive_state(h1, d), 500)
-    naive16 = per_call_us(lambda: [naive_state(h16, x) for x in h16.datas], 50)
+    naive16 = per_call_us(lambda: [naive_state(h16, h16.synced_data(e)) for e in range(16)], 50)
     joints1 = per_call_us(lambda: h1.joint_states(0), 2000)
     joints16 = per_call_us(lambda: [h16.joint_states(e) for e in range(16)], 200)
     states = h16.get_states(render=False)

@@ -38,9 +38,8 @@ def main() -> None:
     h = MujocoHandler()
     h.set_states([{"objects": {"cube": {"pos": [0.55, -0.2, 0.6]}}}])
     h.step(n=100)
-    m, d = h.model, h.datas[0]
-
-    scratch = copy.copy(d)
+    m = h.model
+    scratch = copy.copy(h.synced_data(0))  # raw MuJoCo on its own copy
     n_raw = 2000
     t0 = time.perf_counter()
     for _ in range(n_raw):
@@ -55,8 +54,8 @@ def main() -> None:
         spec = int(mujoco.mjtState.mjSTATE_INTEGRATION)
 
         def raw_restore() -> None:
-            mujoco.mj_setState(m, d, state, spec)
-            mujoco.mj_forward(m, d)
+            mujoco.mj_setState(m, scratch, state, spec)
+            mujoco.mj_forward(m, scratch)
 
         raw = median_time(raw_restore, 200)
 

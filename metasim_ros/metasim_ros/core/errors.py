@@ -1,8 +1,31 @@
-"""Errors raised by the core, kept apart so callers can catch them without MuJoCo."""
+"""One error hierarchy for the whole package, kept apart so callers can catch it
+without importing MuJoCo.
+
+`RequestError` and its subclasses are the caller's fault (bad input, a model that does
+not match, a refused path): nothing was changed, and the message names the problem, so
+a service replies it as is. Anything else escaping the core is a fault of this package:
+the node logs its traceback and replies a generic internal error.
+"""
 from __future__ import annotations
 
 
-class StateValidationError(ValueError):
+class MetasimError(Exception):
+    """Base of every error this package raises on purpose."""
+
+
+class RequestError(MetasimError):
+    """A request was refused; nothing was changed. The message names the problem."""
+
+
+class InternalError(MetasimError):
+    """Something this package should have prevented; a bug to report."""
+
+
+class SceneError(RequestError):
+    """A scene (or the robots named in it) cannot be loaded."""
+
+
+class StateValidationError(RequestError):
     """A state or action request was rejected; nothing was changed.
 
     `key` is the dotted path of the offending entry (e.g.
@@ -15,3 +38,11 @@ class StateValidationError(ValueError):
         self.env_id = env_id
         where = f" (env {env_id})" if env_id is not None else ""
         super().__init__(f"{key or '<state>'}: {reason}{where}")
+
+
+class SnapshotError(RequestError):
+    """A snapshot could not be written, read or applied; the message names the reason."""
+
+
+class PathRefused(RequestError):
+    """A path that names something outside the allowed directory, or no valid name."""

@@ -9,8 +9,9 @@ import os
 from pathlib import Path, PurePosixPath
 
 
-class PathRefused(ValueError):
-    """A path that names something outside the allowed directory, or no valid name."""
+from metasim_ros.core.errors import PathRefused
+
+__all__ = ["PathRefused", "resolve_inside"]
 
 
 def resolve_inside(root: str | os.PathLike, name: str) -> Path:

@@ -11,11 +11,14 @@ import threading
 
 import mujoco
 import numpy as np
+from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image
 
 from metasim_ros.core.scene.cameras import CameraRenderer, intrinsic_matrix
+from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.ros.conversions import stamp
+from metasim_ros.ros.parameters import SimParameters
 
 #: Reliable keep-last: matches reliable (rviz2's default) and best-effort readers, and a
 #: slow reader never makes the publisher wait.
@@ -25,7 +28,8 @@ IMAGE_QOS = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
 class _CameraTopics:
     """Publishers and reusable messages of one camera."""
 
-    def __init__(self, node, cam_id: int, name: str, width: int, height: int, frame: str) -> None:
+    def __init__(self, node: Node, model: mujoco.MjModel, cam_id: int, name: str, width: int,
+                 height: int, frame: str) -> None:
         self.cam_id, self.width, self.height = cam_id, width, height
         self.rgb_pub = node.create_publisher(Image, f"~/{name}/image_raw", IMAGE_QOS)
         self.depth_pub = node.create_publisher(Image, f"~/{name}/depth/image_raw", IMAGE_QOS)
@@ -34,7 +38,7 @@ class _CameraTopics:
         self.rgb = Image(width=width, height=height, encoding="rgb8", step=3 * width, is_bigendian=big)
         self.depth = Image(width=width, height=height, encoding="32FC1", step=4 * width,
                            is_bigendian=big)
-        k = intrinsic_matrix(float(node.handler.model.cam_fovy[cam_id]), width, height)
+        k = intrinsic_matrix(float(model.cam_fovy[cam_id]), width, height)
         self.info = CameraInfo(width=width, height=height, distortion_model="plumb_bob",
                                d=[0.0] * 5, k=k.ravel().tolist(),
                                r=np.eye(3).ravel().tolist(),
@@ -58,13 +62,15 @@ class _CameraTopics:
 class CameraStreamer:
     """Renders environment 0's cameras at `camera_rate` for the cameras someone watches."""
 
-    def __init__(self, node) -> None:
-        self._node = node
-        p = node.params
-        model = node.handler.model
+    def __init__(self, node: Node, sim: SimulationAccess, params: SimParameters) -> None:
+        self._sim = sim
+        self._params = params
+        self._log_error = node.get_logger().error
+        model = sim.handler.model
         self._topics = [
-            _CameraTopics(node, c, model.camera(c).name, p.camera_width, p.camera_height,
-                          f"{p.frame_prefix}{model.camera(c).name}_optical_frame")
+            _CameraTopics(node, model, c, model.camera(c).name, params.camera_width,
+                          params.camera_height,
+                          f"{params.frame_prefix}{model.camera(c).name}_optical_frame")
             for c in range(model.ncam)]
         self._copy = mujoco.MjData(model)
         self._renderer: CameraRenderer | None = None
@@ -72,35 +78,36 @@ class CameraStreamer:
         self._thread = threading.Thread(target=self._run, name="cameras", daemon=True)
 
     def start(self) -> None:
+        """Start the camera thread (when the scene has cameras)."""
         if self._topics:
             self._thread.start()
 
     def stop(self) -> None:
+        """Stop the camera thread and release its GL context."""
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(5.0)
 
     def _run(self) -> None:
         try:
-            while not self._stop.wait(1.0 / self._node.params.camera_rate):
+            while not self._stop.wait(1.0 / self._params.camera_rate):
                 wanted = [t for t in self._topics if t.wanted()]
                 if wanted:
                     self._render(wanted)
         except Exception as exc:  # e.g. no OpenGL: say so once, keep the node serving
-            self._node.get_logger().error(f"camera rendering stopped: {exc} (MUJOCO_GL="
-                                          f"{os.environ.get('MUJOCO_GL', 'unset')})")
+            self._log_error(f"camera rendering stopped: {exc} (MUJOCO_GL="
+                            f"{os.environ.get('MUJOCO_GL', 'unset')})")
         finally:
             if self._renderer is not None:
                 self._renderer.close()
 
     def _render(self, topics: list[_CameraTopics]) -> None:
-        node = self._node
         if self._renderer is None:
-            self._renderer = CameraRenderer(node.handler.model,
+            self._renderer = CameraRenderer(self._sim.handler.model,
                                             [(t.width, t.height) for t in self._topics],
-                                            fast=node.params.render_quality == "fast")
-        with node.loop.access():
-            mujoco.mj_copyData(self._copy, node.handler.model, node.handler.datas[0])
+                                            fast=self._params.render_quality == "fast")
+        with self._sim.locked() as h:
+            h.copy_synced(0, self._copy)
         for t in topics:
             rgb, depth = self._renderer.render(self._copy, t.cam_id, t.width, t.height)
             t.publish(rgb, depth, self._copy.time)

@@ -43,10 +43,6 @@ def stamp(sim_time: float) -> Time:
     return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
 
 
-def seconds(t: Time) -> float:
-    return t.sec + t.nanosec * 1e-9
-
-
 # -- core -> messages ---------------------------------------------------------------
 def doubles(values: np.ndarray) -> array:
     """float64[] field value from a numpy array (one copy, no per-element checks)."""
@@ -125,7 +121,8 @@ class JointStateFiller:
         self.msg = JointState(name=self._arrays.names)
 
     def fill(self, env_id: int = 0) -> JointState:
-        data = self._handler.datas[env_id]
+        """Refill from env `env_id`; call with the simulation held."""
+        data = self._handler.synced_data(env_id)
         self.msg.header.stamp = stamp(data.time)
         self.msg.position, self.msg.velocity, self.msg.effort = self._arrays.read(data)
         return self.msg

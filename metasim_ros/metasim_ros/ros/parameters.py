@@ -1,13 +1,41 @@
-"""Node parameters: declared once with descriptions and checks, read into a dataclass."""
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
+"""Node parameters, declared once.
+
+Each field of `SimParameters` carries its whole declaration (`Param`): default,
+description, whether it can change at runtime, range or choices. Everything else is
+derived from that one table: the ROS declarations (`declare`, with the range in the
+descriptor so `ros2 param describe` shows it and rclpy enforces it), the checks
+(`check_update`, also applied to the start-up values), `DYNAMIC`, the start-up log line
+(`startup_summary`), ``config/default.yaml`` (`yaml_text`) and the README table
+(`readme_table`). Regenerate those two files with
+``python -m metasim_ros.ros.parameters yaml|readme``; a test keeps them equal.
+
+Every accepted value keeps the node running: numbers must be finite and inside their
+range (nan/inf are refused explicitly, not left to rclpy's range check).
+"""
 from __future__ import annotations
 
+import math
 import os
-from dataclasses import MISSING, dataclass, field, fields
+import sys
+import textwrap
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable
 
-from rcl_interfaces.msg import ParameterDescriptor, ParameterType, SetParametersResult
+from rcl_interfaces.msg import (
+    FloatingPointRange,
+    IntegerRange,
+    ParameterDescriptor,
+    SetParametersResult,
+)
+from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+
+#: Largest ROS integer parameter (int64): the upper end of ranges with no upper bound.
+_INT64_MAX = 2**63 - 1
+_RATE_MAX = 10_000.0   # Hz
 
 
 def _default_snapshot_dir() -> str:
@@ -15,98 +43,275 @@ def _default_snapshot_dir() -> str:
     return os.path.join(home, "metasim_snapshots")
 
 
+def _resolve_snapshot_dir(value: str) -> str:
+    return os.path.expanduser(value or _default_snapshot_dir())
+
+
+def _num(v: float | int) -> str:
+    """A number as people write it: 0, 1.5, 1000000 (not 1e+06)."""
+    if isinstance(v, float) and v.is_integer() and abs(v) < 1e16:
+        return str(int(v))
+    return str(v) if isinstance(v, int) else f"{v:g}"
+
+
+@dataclass(frozen=True)
+class Param:
+    """The declaration of one node parameter (its name is the SimParameters field's)."""
+
+    name: str
+    default: Any
+    description: str
+    dynamic: bool = False            # may change while the node runs
+    low: float | int | None = None
+    high: float | int | None = None
+    low_open: bool = False           # `low` itself is refused (rates: > 0)
+    choices: tuple[str, ...] | None = None
+    resolve: Callable[[Any], Any] | None = None   # start-up value -> attribute value
+
+    @property
+    def kind(self) -> type:
+        """Python type of the value (from the default): bool, int, float, str or list."""
+        return type(self.default)
+
+    def constraint(self) -> str:
+        """The allowed values in words ('' when any value of the type is allowed)."""
+        if self.choices:
+            return "one of: " + ", ".join(self.choices)
+        if self.low is not None and self.high is not None:
+            return f"in {'(' if self.low_open else '['}{_num(self.low)}, {_num(self.high)}]"
+        if self.low is not None:
+            return f"{'more than' if self.low_open else 'at least'} {_num(self.low)}"
+        return ""
+
+    def summary(self) -> str:
+        """Description, allowed values and '(runtime)' if dynamic: for YAML and README."""
+        text = self.description
+        if self.constraint():
+            text += f"; {self.constraint()}"
+        return text + (" (runtime)" if self.dynamic else "")
+
+    def problem(self, value: Any) -> str | None:
+        """Why `value` is refused, or None if it is accepted."""
+        kind = self.kind
+        if kind is float:
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                return f"must be a number, got {type(value).__name__}"
+            if not math.isfinite(value):
+                return "must be a finite number"
+        elif kind is int:
+            if isinstance(value, bool) or not isinstance(value, int):
+                return f"must be an integer, got {type(value).__name__}"
+        elif kind is list:
+            if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+                return "must be a list of strings"
+        elif not isinstance(value, kind):
+            return f"must be a {kind.__name__}, got {type(value).__name__}"
+        if self.choices is not None and value not in self.choices:
+            return f"must be {self.constraint()}"
+        if self.low is not None and (value <= self.low if self.low_open else value < self.low):
+            return f"must be {self.constraint()}"
+        if self.high is not None and value > self.high:
+            return f"must be {self.constraint()}"
+        return None
+
+    def descriptor(self) -> ParameterDescriptor:
+        """The ROS descriptor: description, read-only unless dynamic, range if any."""
+        d = ParameterDescriptor(description=self.description, read_only=not self.dynamic,
+                                additional_constraints=self.constraint())
+        if self.kind is float and self.low is not None:
+            d.floating_point_range = [FloatingPointRange(
+                from_value=float(self.low), to_value=float(self.high), step=0.0)]
+        elif self.kind is int and self.low is not None:
+            d.integer_range = [IntegerRange(
+                from_value=int(self.low),
+                to_value=int(self.high) if self.high is not None else _INT64_MAX, step=0)]
+        return d
+
+
+def _p(default: Any, description: str, **declaration: Any) -> Any:
+    """A SimParameters field carrying its declaration (the name is filled in below)."""
+    spec = Param("", default, description, **declaration)
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default), metadata={"param": spec})
+    return field(default=default, metadata={"param": spec})
+
+
+_RATE = {"dynamic": True, "low": 0.0, "high": _RATE_MAX, "low_open": True}
+
+
 @dataclass
 class SimParameters:
-    scene: str = ""
-    num_envs: int = 1
-    robots: list[str] = field(default_factory=list)
-    paused: bool = False
-    real_time_factor: float = 1.0
-    clock_rate: float = 100.0
-    joint_state_rate: float = 50.0
-    world_state_rate: float = 30.0
-    tf_rate: float = 30.0
-    camera_rate: float = 15.0
-    camera_width: int = 640
-    camera_height: int = 480
-    render_quality: str = "fast"
-    frame_prefix: str = ""
-    on_divergence: str = "reset"
-    snapshot_dir: str = ""
-    snapshot_max_bytes: int = 1024**3
-    snapshot_max_steps: int = 100_000
-    step_limit: int = 1_000_000
+    """The node's parameter values (attributes are updated on accepted runtime changes)."""
+
+    scene: str = _p("", "MJCF or URDF file to simulate; empty = the embedded default scene")
+    num_envs: int = _p(
+        1, "number of independent environments of the same model (world_state and the "
+           "services address each by env_id)", low=1, high=1024)
+    robots: list[str] = _p([], "model names to treat as robots; empty = every model with "
+                               "actuators")
+    paused: bool = _p(False, "pause the simulation (at start-up or by setting it; ~/step "
+                             "advances a paused simulation)", dynamic=True)
+    real_time_factor: float = _p(1.0, "sim seconds per wall second; 0 = as fast as possible",
+                                 dynamic=True, low=0.0, high=1e6)
+    clock_rate: float = _p(100.0, "Hz (wall clock) of /clock", **_RATE)
+    joint_state_rate: float = _p(50.0, "Hz (wall clock) of joint_states", **_RATE)
+    world_state_rate: float = _p(30.0, "Hz (wall clock) of ~/world_state", **_RATE)
+    tf_rate: float = _p(30.0, "Hz (wall clock) of /tf", **_RATE)
+    camera_rate: float = _p(15.0, "Hz (wall clock) of camera images; rendered only while "
+                                  "subscribed", **_RATE)
+    camera_width: int = _p(640, "camera image width in pixels", low=1, high=8192)
+    camera_height: int = _p(480, "camera image height in pixels", low=1, high=8192)
+    render_quality: str = _p("fast", "camera rendering: 'fast' has no shadows and no MSAA "
+                                     "(right for CPU rendering)", choices=("fast", "quality"))
+    frame_prefix: str = _p("", "prefix of every TF frame name (e.g. 'sim/')")
+    on_divergence: str = _p(
+        "reset", "what to do when the physics of an env blows up (NaN/Inf/huge values): "
+                 "'reset' it to the initial state and continue, or 'pause' the simulation; "
+                 "both are logged and reported by ~/status", dynamic=True,
+        choices=("reset", "pause"))
+    snapshot_dir: str = _p(
+        "", "directory that snapshot service paths resolve in; empty = "
+            "$ROS_HOME/metasim_snapshots (~/.ros/metasim_snapshots); nothing outside it is "
+            "read or written", resolve=_resolve_snapshot_dir)
+    snapshot_max_bytes: int = _p(1024**3, "largest snapshot file ~/load_snapshot opens "
+                                          "(bytes, checked before opening)", dynamic=True, low=1)
+    snapshot_max_steps: int = _p(100_000, "most states (trajectory steps) a snapshot may "
+                                          "declare to be loaded", dynamic=True, low=1)
+    step_limit: int = _p(1_000_000, "most physics steps one ~/step call may ask for (the "
+                                    "simulation is held meanwhile)", dynamic=True, low=1)
 
 
-_DESCRIPTIONS = {
-    "scene": "MJCF or URDF file to simulate; empty = the embedded default scene",
-    "num_envs": "number of independent environments (world_state and services address each by env_id)",
-    "robots": "model names to treat as robots; empty = every model with actuators",
-    "paused": "start paused (advance with the step service or resume with ~/pause)",
-    "real_time_factor": "sim seconds per wall second; 0 = as fast as possible",
-    "clock_rate": "Hz (wall clock) of /clock",
-    "joint_state_rate": "Hz (wall clock) of joint_states",
-    "world_state_rate": "Hz (wall clock) of ~/world_state",
-    "tf_rate": "Hz (wall clock) of /tf",
-    "camera_rate": "Hz (wall clock) of camera images; rendered only while subscribed",
-    "camera_width": "camera image width in pixels",
-    "camera_height": "camera image height in pixels",
-    "render_quality": "'fast' (no shadows, no MSAA; right for CPU rendering) or 'quality'",
-    "frame_prefix": "prefix of every TF frame name (e.g. 'sim/')",
-    "on_divergence": "when the physics of an env blows up (NaN/Inf/huge values): 'reset' it to the "
-                     "initial state and continue, or 'pause' the simulation; both are logged and "
-                     "reported by ~/status",
-    "snapshot_dir": "directory that snapshot service paths resolve in (empty = $ROS_HOME/metasim_snapshots); "
-                    "nothing outside it is read or written",
-    "snapshot_max_bytes": "largest snapshot file ~/load_snapshot opens (bytes, checked before opening)",
-    "snapshot_max_steps": "most states (trajectory steps) a snapshot may declare to be loaded",
-    "step_limit": "most physics steps one ~/step call may ask for (the simulation is held meanwhile)",
-}
-
-_positive = lambda v: None if v > 0 else "must be > 0"  # noqa: E731
-
-_CHECKS: dict[str, Callable[[Any], str | None]] = {
-    "num_envs": lambda v: None if 1 <= v <= 1024 else "must be in 1..1024",
-    "real_time_factor": lambda v: None if v >= 0 else "must be >= 0 (0 = as fast as possible)",
-    "clock_rate": _positive, "joint_state_rate": _positive, "world_state_rate": _positive,
-    "tf_rate": _positive, "camera_rate": _positive,
-    "camera_width": lambda v: None if 1 <= v <= 8192 else "must be in 1..8192",
-    "camera_height": lambda v: None if 1 <= v <= 8192 else "must be in 1..8192",
-    "render_quality": lambda v: None if v in ("fast", "quality") else "must be 'fast' or 'quality'",
-    "on_divergence": lambda v: None if v in ("reset", "pause") else "must be 'reset' or 'pause'",
-    "snapshot_max_bytes": _positive, "snapshot_max_steps": _positive, "step_limit": _positive,
-}
+#: Every parameter's declaration, in declaration order.
+PARAMS: tuple[Param, ...] = tuple(replace(f.metadata["param"], name=f.name)
+                                  for f in fields(SimParameters))
+_BY_NAME = {p.name: p for p in PARAMS}
 
 #: Parameters that can change while the node runs; all others are read at start-up.
-DYNAMIC = {"paused", "real_time_factor", "on_divergence", "clock_rate", "joint_state_rate",
-           "world_state_rate", "tf_rate", "camera_rate", "snapshot_max_bytes", "snapshot_max_steps",
-           "step_limit"}
+DYNAMIC = frozenset(p.name for p in PARAMS if p.dynamic)
+
+
+def _coerce_override(node: Node, p: Param) -> Any:
+    """The start-up override of `p` (None if there is none). An integer given for a
+    float parameter (``-p real_time_factor:=0``) is made a float, as a user means it."""
+    overrides = getattr(node, "_parameter_overrides", None)   # rclpy keeps them here
+    if not isinstance(overrides, dict) or p.name not in overrides:
+        return None
+    value = overrides[p.name].value
+    if p.kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+        overrides[p.name] = Parameter(p.name, value=value)
+    return value
 
 
 def declare(node: Node) -> SimParameters:
-    """Declare every parameter, validate the start-up values, return them."""
+    """Declare every parameter, validate the start-up values, return them.
+
+    Raises ValueError naming the parameter when a start-up value is refused.
+    """
     values = {}
-    for f in fields(SimParameters):
-        default = f.default_factory() if f.default is MISSING else f.default
-        descriptor = ParameterDescriptor(description=_DESCRIPTIONS[f.name],
-                                         read_only=f.name not in DYNAMIC)
-        if f.name == "robots":
-            descriptor.type = ParameterType.PARAMETER_STRING_ARRAY
-            value = node.declare_parameter(f.name, Parameter.Type.STRING_ARRAY, descriptor).value
-            values[f.name] = list(value or [])
-            continue
-        values[f.name] = node.declare_parameter(f.name, default, descriptor).value
-        problem = _CHECKS.get(f.name, lambda v: None)(values[f.name])
+    for p in PARAMS:
+        given = _coerce_override(node, p)
+        problem = p.problem(given) if given is not None else None
         if problem:
-            raise ValueError(f"parameter {f.name}={values[f.name]!r}: {problem}")
-    values["snapshot_dir"] = os.path.expanduser(values["snapshot_dir"] or _default_snapshot_dir())
+            raise ValueError(f"parameter {p.name}={given!r}: {problem}")
+        try:
+            if p.kind is list:
+                value = node.declare_parameter(
+                    p.name, Parameter.Type.STRING_ARRAY, p.descriptor()).value
+                value = list(value or [])
+            else:
+                value = node.declare_parameter(p.name, p.default, p.descriptor()).value
+        except ParameterException as exc:
+            raise ValueError(f"parameter {p.name}: {exc}") from None
+        problem = p.problem(value)
+        if problem:
+            raise ValueError(f"parameter {p.name}={value!r}: {problem}")
+        values[p.name] = p.resolve(value) if p.resolve else value
     return SimParameters(**values)
 
 
 def check_update(params: list[Parameter]) -> SetParametersResult:
-    """Reject a runtime parameter change that would be invalid."""
-    for p in params:
-        problem = _CHECKS.get(p.name, lambda v: None)(p.value)
+    """Refuse a runtime parameter change that would be invalid (reason names it)."""
+    for param in params:
+        spec = _BY_NAME.get(param.name)
+        problem = spec.problem(param.value) if spec is not None else None
         if problem:
-            return SetParametersResult(successful=False, reason=f"{p.name}: {problem}")
+            return SetParametersResult(successful=False,
+                                       reason=f"{param.name}={param.value!r}: {problem}")
     return SetParametersResult(successful=True)
+
+
+def _value_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return _num(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(value) + "]"
+    return value if value else '""'
+
+
+def startup_summary(params: SimParameters) -> str:
+    """One line naming the parameters that differ from their defaults."""
+    changed = []
+    for p in PARAMS:
+        value = getattr(params, p.name)
+        default = p.resolve(p.default) if p.resolve else p.default
+        if value != default:
+            changed.append(f"{p.name}={_value_text(value)}")
+    if not changed:
+        return "parameters: all default"
+    return f"parameters: {', '.join(changed)} (others default)"
+
+
+def _yaml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value) if "e" not in repr(value) else f"{value:.17f}".rstrip("0")
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_yaml_value(v) for v in value) + "]"
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+_YAML_HEADER = (
+    "# Parameters of sim_node (every one is described by `ros2 param describe /sim_node NAME`).\n"
+    "#   ros2 launch metasim_ros sim.launch.py params_file:=/path/to/this.yaml\n"
+    "# Generated from the declarations: python -m metasim_ros.ros.parameters yaml\n"
+)
+
+
+def yaml_text() -> str:
+    """The content of config/default.yaml: every parameter, its default and a comment."""
+    lines = [_YAML_HEADER + "sim_node:", "  ros__parameters:"]
+    for p in PARAMS:
+        lines += textwrap.wrap(p.summary(), width=92, initial_indent="    # ",
+                               subsequent_indent="    #   ", break_on_hyphens=False)
+        lines.append(f"    {p.name}: {_yaml_value(p.default)}")
+    return "\n".join(lines) + "\n"
+
+
+def readme_table() -> str:
+    """The README's Markdown parameter table (name | default | meaning)."""
+    rows = ["| name | default | meaning |", "|---|---|---|"]
+    for p in PARAMS:
+        default = p.default if isinstance(p.default, str) and p.default else \
+            _yaml_value(p.default)
+        meaning = p.summary().replace("|", "\\|")
+        rows.append(f"| `{p.name}` | `{default}` | {meaning} |")
+    return "\n".join(rows) + "\n"
+
+
+def _main(argv: list[str]) -> int:
+    outputs = {"yaml": yaml_text, "readme": readme_table}
+    if len(argv) != 1 or argv[0] not in outputs:
+        print("usage: python -m metasim_ros.ros.parameters yaml|readme", file=sys.stderr)
+        return 2
+    sys.stdout.write(outputs[argv[0]]())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))

@@ -1,50 +1,59 @@
-"""Service callbacks: parse the request, call the core, reply. Every expected failure
-(validation, refused path, bad snapshot) becomes success=false with a message naming it."""
+"""Service callbacks: parse the request, call the core, reply.
+
+Every callback goes through `replying`: a RequestError (the caller's fault: bad input,
+refused path, mismatched snapshot) is replied as success=false with its message; any
+other exception is a fault of this package, logged with its traceback and replied as
+a generic internal error. Either way the node keeps serving.
+"""
 from __future__ import annotations
 
 import functools
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
+from typing import Any
 
 from metasim_msgs.srv import GetStates, LoadSnapshot, SaveSnapshot, SetStates, Step
+from rclpy.callback_groups import CallbackGroup
+from rclpy.node import Node
 from std_srvs.srv import SetBool, Trigger
 
-from metasim_ros.core.errors import StateValidationError
-from metasim_ros.core.paths import PathRefused, resolve_inside
-from metasim_ros.core.snapshot import SnapshotError, load_snapshot, save_snapshot
-from metasim_ros.ros.conversions import world_to_states
+from metasim_ros.core.errors import RequestError
+from metasim_ros.core.paths import resolve_inside
+from metasim_ros.core.sim.access import SimulationAccess
+from metasim_ros.core.snapshot import load_snapshot, save_snapshot
+from metasim_ros.ros.conversions import WorldStateFiller, world_to_states
+from metasim_ros.ros.parameters import SimParameters
+from metasim_ros.ros.streams import read_world
 
-#: Failures a caller can cause; anything else is a bug and is logged with its traceback.
-EXPECTED = (StateValidationError, PathRefused, SnapshotError, ValueError)
 
-
-def replying(fn: Callable) -> Callable:
-    """Turn an exception into success=false with the error as message. Expected ones
-    (the caller's fault) are just replied; anything else is also logged with its
-    traceback. Either way the node keeps serving."""
+def replying(fn: Callable[[Any, Any, Any], Any]) -> Callable[[Any, Any, Any], Any]:
+    """Turn an exception into a reply: request errors are replied with their message,
+    anything else is logged with its traceback and replied as an internal error.
+    Responses without success/message fields (GetStates) are replied empty."""
     @functools.wraps(fn)
-    def wrapper(self, request, response):
+    def wrapper(self: SimServices, request: Any, response: Any) -> Any:
         try:
             return fn(self, request, response)
-        except EXPECTED as exc:
-            response.success, response.message = False, str(exc)
-        except Exception as exc:  # a bug: say so, keep serving
-            self.node.get_logger().error(
-                f"{fn.__name__} failed:\n{traceback.format_exc()}")
-            response.success, response.message = False, f"internal error: {exc!r}"
+        except RequestError as exc:
+            message = str(exc)
+        except Exception:  # a fault of this package: log it, keep serving
+            self.log_error(f"{fn.__name__} failed:\n{traceback.format_exc()}")
+            message = f"internal error in {fn.__name__} (the node logged the traceback)"
+        if hasattr(response, "success"):
+            response.success, response.message = False, message
         return response
     return wrapper
 
 
 class SimServices:
-    """The node's services, bound to its handler, physics loop and publishers."""
+    """The node's services, bound to the simulation and the parameters."""
 
-    def __init__(self, node) -> None:
-        self.node = node
-        self.handler = node.handler
-        self.loop = node.loop
-        group = node.service_group
+    def __init__(self, node: Node, sim: SimulationAccess, params: SimParameters,
+                 group: CallbackGroup) -> None:
+        self._sim = sim
+        self._params = params
+        self.log_error = node.get_logger().error
         for srv_type, name, cb in (
             (SetStates, "~/set_states", self.set_states),
             (GetStates, "~/get_states", self.get_states),
@@ -56,81 +65,88 @@ class SimServices:
             (Trigger, "~/status", self.status),
         ):
             node.create_service(srv_type, name, cb, callback_group=group)
+        self._world = WorldStateFiller(sim.handler)
 
     def _snapshot_path(self, name: str) -> Path:
-        return resolve_inside(self.node.params.snapshot_dir, name)
+        return resolve_inside(self._params.snapshot_dir, name)
 
     @replying
     def set_states(self, request: SetStates.Request, response: SetStates.Response):
-        states, env_ids = world_to_states(self.handler, request.states)
-        with self.loop.access():
-            self.handler.set_states(states, env_ids)
-        self.node.publish_now()
+        """~/set_states: partial states, all or nothing."""
+        states, env_ids = world_to_states(self._sim.handler, request.states)  # model facts only
+        with self._sim.locked() as h:
+            h.set_states(states, env_ids)
+        self._sim.changed()
         response.success, response.message = True, f"set {len(states)} environment(s)"
         return response
 
+    @replying
     def get_states(self, request: GetStates.Request, response: GetStates.Response):
-        response.states = self.node.world_states()
+        """~/get_states: every env's WorldState."""
+        with self._sim.locked() as h:
+            readings = [read_world(h, e) for e in range(h.num_envs)]
+        filler = WorldStateFiller(self._sim.handler)   # fresh messages: the reply owns them
+        response.states = [filler.fill(e, *r) for e, r in enumerate(readings)]
         return response
 
     @replying
     def load_snapshot(self, request: LoadSnapshot.Request, response: LoadSnapshot.Response):
+        """~/load_snapshot: restore one state of a file, verified."""
         path = self._snapshot_path(request.path)
-        with self.loop.access():
-            report = load_snapshot(self.handler, path, index=request.index,
-                                   max_bytes=self.node.params.snapshot_max_bytes,
-                                   max_steps=self.node.params.snapshot_max_steps)
+        with self._sim.locked() as h:
+            report = load_snapshot(h, path, index=request.index,
+                                   max_bytes=self._params.snapshot_max_bytes,
+                                   max_steps=self._params.snapshot_max_steps)
         response.success, response.message = report.ok, report.summary()
         response.strategy = report.strategy
         response.max_position_error = max(report.max_qpos_error, report.max_qvel_error)
-        response.max_body_error = max((e for e in (report.max_body_pos_error, report.max_body_rot_error)
-                                       if e is not None), default=0.0)
+        response.max_body_error = max((e for e in (report.max_body_pos_error,
+                                                   report.max_body_rot_error) if e is not None),
+                                      default=0.0)
         if report.ok:
-            self.node.publish_now()
+            self._sim.changed()
         return response
 
     @replying
     def save_snapshot(self, request: SaveSnapshot.Request, response: SaveSnapshot.Response):
+        """~/save_snapshot: every env to one HDF5 file, atomically."""
         path = self._snapshot_path(request.path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        with self.loop.access():
-            save_snapshot(self.handler, path)
+        with self._sim.locked() as h:
+            save_snapshot(h, path)
         response.success, response.message = True, f"saved {path}"
         return response
 
     @replying
     def reset(self, request: Trigger.Request, response: Trigger.Response):
-        with self.loop.access():
-            self.handler.reset()
-        self.node.halted = False
-        self.node.publish_now()
+        """~/reset: every env to the initial state."""
+        self._sim.reset()
         response.success, response.message = True, "reset to the initial state"
         return response
 
+    @replying
     def status(self, request: Trigger.Request, response: Trigger.Response):
-        response.success, response.message = self.node.status()
+        """~/status: health and run state, derived from the simulation."""
+        response.success, response.message = self._sim.status()
         return response
 
     @replying
     def pause(self, request: SetBool.Request, response: SetBool.Response):
-        self.loop.pause(request.data)
-        if not request.data:
-            self.node.halted = False
+        """~/pause: true pauses, false resumes."""
+        self._sim.pause(request.data)
         response.success = True
         response.message = "paused" if request.data else "running"
         return response
 
     @replying
     def step(self, request: Step.Request, response: Step.Response):
-        if not self.loop.paused:
-            raise ValueError("the simulation is running; pause it (~/pause) before stepping")
-        if request.steps > self.node.params.step_limit:
-            raise ValueError(f"steps={request.steps} is more than step_limit="
-                             f"{self.node.params.step_limit} (a parameter)")
-        self.loop.step_now(request.steps)
-        self.node.publish_now()
+        """~/step: exactly `steps` physics steps, while paused."""
+        if not self._sim.paused:
+            raise RequestError("the simulation is running; pause it (~/pause) before stepping")
+        if request.steps > self._params.step_limit:
+            raise RequestError(f"steps={request.steps} is more than step_limit="
+                               f"{self._params.step_limit} (a parameter)")
+        response.time = self._sim.step(request.steps)
         response.success = True
-        with self.loop.access():
-            response.time = self.handler.datas[0].time
         response.message = f"stepped {request.steps} step(s) to t={response.time:.9g}"
         return response

@@ -1,24 +1,32 @@
 """The node's periodic topics (/clock, joint_states, ~/world_state, /tf).
 
-They are published from the physics thread, between physics batches (PhysicsLoop's
-on_tick): one short lock hold copies what every due topic needs, messages are filled
-and published after it. No lock hand-off between threads per publish, and the
-preallocated messages are only ever touched by this one thread.
+They are published from the physics thread, between physics batches (a tick callback
+of the physics loop): one short lock hold copies what every due topic needs, messages
+are filled and published after it. No lock hand-off between threads per publish, and
+the preallocated messages are only ever touched by this one thread.
+
+Adding a periodic topic: one `_Stream` entry here (read under the lock, publish after
+it) plus its rate parameter's declaration in parameters.py.
 """
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from metasim_msgs.msg import WorldState
+from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from tf2_msgs.msg import TFMessage
 
+from metasim_ros.core.sim.access import SimulationAccess
+from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.state.frames import FrameTree
 from metasim_ros.ros.conversions import JointStateFiller, WorldStateFiller, stamp
+from metasim_ros.ros.parameters import SimParameters
 from metasim_ros.ros.tf import DynamicTf
 
 #: /clock: reliable keep-last-1 matches both reliable and best-effort (rclpy's) readers.
@@ -28,18 +36,23 @@ CLOCK_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
 @dataclass
 class _Stream:
     period: float
-    read: Callable[[], Any]          # under the simulation lock: copy what is needed
-    publish: Callable[[Any], None]   # after it: fill and publish
+    read: Callable[[MujocoHandler], Any]   # under the simulation lock: copy what is needed
+    publish: Callable[[Any], None]         # after it: fill and publish
     due: float = 0.0
+
+
+def read_world(h: MujocoHandler, env_id: int) -> tuple:
+    """(sim time, core state, joint readings) of one env; call with the simulation held."""
+    return h.sim_time(env_id), h.get_states([env_id], render=False)[0], h.joint_states(env_id)
 
 
 class Streams:
     """Rates are wall-clock Hz; `set_rate` takes a parameter name (e.g. 'tf_rate')."""
 
-    def __init__(self, node, tree: FrameTree) -> None:
-        self._node = node
-        h = node.handler
-        p = node.params
+    def __init__(self, node: Node, sim: SimulationAccess, params: SimParameters,
+                 tree: FrameTree) -> None:
+        self._sim = sim
+        h = sim.handler
         clock_pub = node.create_publisher(Clock, "/clock", CLOCK_QOS)
         clock_msg = Clock()
         joint_pub = node.create_publisher(JointState, "joint_states", 10)
@@ -58,18 +71,21 @@ class Streams:
                 world_pub.publish(world.fill(env_id, *reading))
 
         self._streams = {
-            "clock_rate": _Stream(1 / p.clock_rate, lambda: h.datas[0].time, publish_clock),
-            "joint_state_rate": _Stream(1 / p.joint_state_rate, joints.fill, joint_pub.publish),
+            "clock_rate": _Stream(1 / params.clock_rate, lambda h: h.sim_time(0), publish_clock),
+            "joint_state_rate": _Stream(1 / params.joint_state_rate, lambda h: joints.fill(0),
+                                        joint_pub.publish),
             "world_state_rate": _Stream(
-                1 / p.world_state_rate,
-                lambda: [node.read_world(e) for e in range(h.num_envs)], publish_world),
-            "tf_rate": _Stream(1 / p.tf_rate, lambda: tf.read(h.datas[0]),
+                1 / params.world_state_rate,
+                lambda h: [read_world(h, e) for e in range(h.num_envs)], publish_world),
+            "tf_rate": _Stream(1 / params.tf_rate, lambda h: tf.read(h.synced_data(0)),
                                lambda r: tf_pub.publish(tf.fill(r))),
         }
-
         self._next_due = 0.0   # earliest due time of any stream: the cheap test per tick
+        sim.on_change(self.publish_all_soon)
+        sim.loop.add_tick(self.tick)
 
     def set_rate(self, name: str, hz: float) -> None:
+        """Change one topic's rate (a runtime parameter change)."""
         self._streams[name].period = 1.0 / hz
         self._next_due = 0.0
 
@@ -80,12 +96,13 @@ class Streams:
         self._next_due = 0.0
 
     def tick(self) -> None:
+        """Publish the topics that are due (physics thread, between batches)."""
         now = time.monotonic()
         if now < self._next_due:
             return
         due = [s for s in self._streams.values() if now >= s.due]
-        with self._node.loop.access():
-            readings = [s.read() for s in due]
+        with self._sim.locked() as h:
+            readings = [s.read(h) for s in due]
         for s, reading in zip(due, readings):
             s.publish(reading)
             nxt = s.due + s.period

@@ -30,7 +30,7 @@ def physics_state() -> Callable[[MujocoHandler], list[np.ndarray]]:
     """mjSTATE_INTEGRATION of every env: everything that determines the future."""
     def read(h: MujocoHandler) -> list[np.ndarray]:
         out = []
-        for d in h.datas:
+        for d in (h.synced_data(e) for e in range(h.num_envs)):
             buf = np.empty(mujoco.mj_stateSize(h.model, _SIG))
             mujoco.mj_getState(h.model, d, buf, _SIG)
             out.append(buf)
@@ -44,16 +44,16 @@ def scramble() -> Callable[[MujocoHandler, int], None]:
     def run(h: MujocoHandler, seed: int = 0) -> None:
         rng = np.random.default_rng(seed)
         m = h.model
-        for d in h.datas:
-            d.qpos[:] = m.qpos0 + 0.1 * rng.standard_normal(m.nq)
-            d.qvel[:] = rng.standard_normal(m.nv)
-            for j in range(m.njnt):
-                jtype = int(m.jnt_type[j])
-                if jtype in (int(mujoco.mjtJoint.mjJNT_FREE), int(mujoco.mjtJoint.mjJNT_BALL)):
-                    a = m.jnt_qposadr[j] + (3 if jtype == int(mujoco.mjtJoint.mjJNT_FREE) else 0)
-                    q = rng.standard_normal(4)
-                    d.qpos[a:a + 4] = q / np.linalg.norm(q)
-            mujoco.mj_forward(m, d)
+        for e in range(h.num_envs):
+            with h.editing(e) as d:
+                d.qpos[:] = m.qpos0 + 0.1 * rng.standard_normal(m.nq)
+                d.qvel[:] = rng.standard_normal(m.nv)
+                for j in range(m.njnt):
+                    jtype = int(m.jnt_type[j])
+                    if jtype in (int(mujoco.mjtJoint.mjJNT_FREE), int(mujoco.mjtJoint.mjJNT_BALL)):
+                        a = m.jnt_qposadr[j] + (3 if jtype == int(mujoco.mjtJoint.mjJNT_FREE) else 0)
+                        q = rng.standard_normal(4)
+                        d.qpos[a:a + 4] = q / np.linalg.norm(q)
         h.step(n=3)  # leaves qpos quaternions as MuJoCo's integrator writes them
     return run
 

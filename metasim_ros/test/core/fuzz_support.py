@@ -65,9 +65,9 @@ def make_scene(name: str) -> Scene:
                                       tuple(j for j in info.joints if j in targets))
     scene = Scene(h, models, tuple(h.cameras))
     rng = np.random.default_rng(3)
-    for e, d in enumerate(h.datas):  # move every joint a little, differently per env
-        d.qvel[:] = 0.3 * rng.standard_normal(m.nv)
-        mujoco.mj_forward(m, d)
+    for e in range(h.num_envs):  # move every joint a little, differently per env
+        with h.editing(e) as d:
+            d.qvel[:] = 0.3 * rng.standard_normal(m.nv)
     h.step(n=5)
     scene.base = h.get_states(render=False)
     return scene
@@ -75,7 +75,7 @@ def make_scene(name: str) -> Scene:
 
 def integration(h: MujocoHandler) -> list[bytes]:
     out = []
-    for d in h.datas:
+    for d in (h.synced_data(e) for e in range(h.num_envs)):
         buf = np.empty(mujoco.mj_stateSize(h.model, _SIG))
         mujoco.mj_getState(h.model, d, buf, _SIG)
         out.append(buf.tobytes())

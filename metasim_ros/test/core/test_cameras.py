@@ -25,7 +25,7 @@ def test_projection_hits_the_rendered_marker(block_pos):
     h = MujocoHandler(ARTICULATED, camera_size=(320, 240))
     h.set_states([{"objects": {"marker_block": {"pos": block_pos}}}])
     cam = h.get_states()[0]["cameras"]["cam"]
-    point = np.append(h.datas[0].site("marker_site").xpos, 1.0)
+    point = np.append(h.synced_data(0).site("marker_site").xpos, 1.0)
     x = cam["intrinsic"] @ (cam["extrinsic"] @ point)[:3]
     np.testing.assert_allclose(x[:2] / x[2], _green_centroid(cam["rgb"]), atol=0.5)
     h.close()
@@ -34,7 +34,7 @@ def test_projection_hits_the_rendered_marker(block_pos):
 def test_depth_is_distance_along_the_optical_axis():
     h = MujocoHandler(camera_size=(161, 121))  # odd: the centre pixel sits on the axis
     cam = h.get_states()[0]["cameras"]["camera0"]
-    d, m = h.datas[0], h.model
+    d, m = h.synced_data(0), h.model
     c = m.camera("camera0").id
     axis = -d.cam_xmat[c].reshape(3, 3)[:, 2]
     dist = mujoco.mj_ray(m, d, d.cam_xpos[c], axis, None, 1, -1, np.zeros(1, np.int32))
@@ -55,7 +55,7 @@ def test_pose_and_intrinsics_follow_mujoco():
     h = MujocoHandler(ARTICULATED)
     h.set_states([{"robots": {"walker": {"pos": [0.1, 0.2, 1.0], "rot": [0.8, 0.0, 0.6, 0.0]}}}])
     s = h.get_states(render=False)[0]["cameras"]
-    d, m = h.datas[0], h.model
+    d, m = h.synced_data(0), h.model
     for name in ("cam", "walker_cam"):  # fixed in the world / riding on the walker
         c = m.camera(name).id
         rot = d.cam_xmat[c].reshape(3, 3)

@@ -18,13 +18,13 @@ def test_blow_up_is_reported_once_for_its_env():
     assert h.divergence() == {}
     h.set_states([BLOW_UP], env_ids=[1])
     h.step(n=3)
-    assert int(h.datas[1].warning[mujoco.mjtWarning.mjWARN_BADQACC].number) >= 1  # MuJoCo's own record
+    assert int(h.synced_data(1).warning[mujoco.mjtWarning.mjWARN_BADQACC].number) >= 1  # MuJoCo's own record
     events = h.divergence()
     assert list(events) == [1] and "qacc" in events[1]
     assert h.divergence() == {}          # reported once
     h.step(n=3)
     assert h.divergence() == {}          # env 0 was never affected
-    assert np.isfinite(h.datas[0].qvel).all()
+    assert np.isfinite(h.synced_data(0).qvel).all()
 
 
 def test_reset_clears_and_detection_continues():

@@ -57,8 +57,8 @@ class Sim:
 
     def restore(self) -> None:
         self.h.set_states([{"robots": self.targets}])
-        mujoco.mj_setState(self.h.model, self.h.datas[0], self.row, _SIG)  # after: ctrl as it was
-        self.h.forward()
+        with self.h.editing(0) as d:
+            mujoco.mj_setState(self.h.model, d, self.row, _SIG)  # after: ctrl as it was
         assert self.fingerprint() == self.print
 
 
@@ -105,7 +105,7 @@ def attempt(sim: Sim, path: Path, **kwargs: Any) -> str:
         if not report.ok:
             assert sim.fingerprint() == before, "a load failing verification changed the simulation"
         else:
-            d = sim.h.datas[0]
+            d = sim.h.synced_data(0)
             assert np.all(np.abs(d.qpos) <= mujoco.mjMAXVAL) and np.all(np.abs(d.qvel) <= mujoco.mjMAXVAL)
             assert report.max_qpos_error <= report.tolerance and report.max_qvel_error <= report.tolerance
     elapsed = time.perf_counter() - start
@@ -412,7 +412,7 @@ def test_max_steps_on_load(template, tmp_path, sim):
         save_snapshot(h, path, [0], np.stack([capture_state(h)] * 11))
     elif template == "isd_traj":
         with h5py.File(path, "w") as f:
-            f["initial_state_data/qpos"] = np.stack([h.datas[0].qpos] * 11)
+            f["initial_state_data/qpos"] = np.stack([h.synced_data(0).qpos] * 11)
     else:
         with h5py.File(path, "w") as f:
             f["initial_state"] = np.stack([flat(h)] * 11)

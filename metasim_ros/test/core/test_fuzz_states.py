@@ -299,10 +299,10 @@ def test_actions_apply_targets_then_step(scene_name, data):
     h = scene.handler
     drawn = [data.draw(valid_action(scene), f"env {e}") for e in range(NUM_ENVS)]
     before = h.get_states(render=False)
-    t0 = [d.time for d in h.datas]
+    t0 = [h.sim_time(e) for e in range(h.num_envs)]
     h.step([copy.deepcopy(a) for a, _ in drawn])
     after = h.get_states(render=False)
-    assert [d.time for d in h.datas] == [t + h.timestep for t in t0]
+    assert [h.sim_time(e) for e in range(h.num_envs)] == [t + h.timestep for t in t0]
     for e, (_, targets) in enumerate(drawn):
         for robot, state in after[e]["robots"].items():
             for k in ("dof_pos_target", "dof_vel_target"):

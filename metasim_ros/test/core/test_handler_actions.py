@@ -44,7 +44,7 @@ def test_servo_ctrl_tracks_velocity_targets():
                                          "dof_vel_target": {"panda_joint3": 0.5}}}}])
     m, a = h.model, h.model.actuator("panda_joint3").id
     kp, kv = m.actuator_gainprm[a, 0], -m.actuator_biasprm[a, 2]
-    assert h.datas[0].ctrl[a] == m.actuator_gear[a, 0] * (0.2 + kv / kp * 0.5)
+    assert h.synced_data(0).ctrl[a] == m.actuator_gear[a, 0] * (0.2 + kv / kp * 0.5)
 
 
 def test_motor_pd_reaches_targets():
@@ -70,5 +70,5 @@ def test_step_is_mj_step_bit_for_bit(physics_state):
     mujoco.mj_getState(h.model, raw, ref, sig)
     assert physics_state(h)[0].tobytes() == ref.tobytes()
     mujoco.mj_forward(h.model, raw)  # after step the derived quantities are current too
-    np.testing.assert_array_equal(h.datas[0].xpos, raw.xpos)
-    np.testing.assert_array_equal(h.datas[0].cvel, raw.cvel)
+    np.testing.assert_array_equal(h.synced_data(0).xpos, raw.xpos)
+    np.testing.assert_array_equal(h.synced_data(0).cvel, raw.cvel)

@@ -35,21 +35,21 @@ def test_state_copies_to_another_env(scene, scramble):
     h = MujocoHandler(scene, num_envs=2)
     scramble(h, seed=3)
     h.set_states(h.get_states([0], render=False), env_ids=[1])
-    d0, d1 = h.datas
+    d0, d1 = h.synced_data(0), h.synced_data(1)
     assert d1.qpos.tobytes() == d0.qpos.tobytes()
     np.testing.assert_allclose(d1.qvel, d0.qvel, rtol=0, atol=1e-12)  # local<->world angular velocity
 
 
 def test_partial_state_changes_only_what_is_given():
     h = MujocoHandler()
-    before = h.datas[0].qpos.copy()
+    before = h.synced_data(0).qpos.copy()
     h.set_states([{"objects": {"cube": {"pos": [0.5, 0.1, 0.9]}}}])
-    qpos = h.datas[0].qpos
+    qpos = h.synced_data(0).qpos
     adr = h.model.jnt_qposadr[h.model.joint("cube_joint").id]
     np.testing.assert_array_equal(qpos[adr:adr + 3], [0.5, 0.1, 0.9])
     changed = np.flatnonzero(qpos != before)
     assert set(changed) <= {adr, adr + 1, adr + 2}
-    np.testing.assert_array_equal(h.datas[0].body("cube").xpos, [0.5, 0.1, 0.9])  # forwarded
+    np.testing.assert_array_equal(h.synced_data(0).body("cube").xpos, [0.5, 0.1, 0.9])  # forwarded
 
 
 def test_types_and_layout():
@@ -71,7 +71,7 @@ def test_ball_joints_are_quaternions(scramble):
     h = MujocoHandler(ARTICULATED)
     scramble(h, seed=4)
     s = h.get_states(render=False)[0]["robots"]["walker"]
-    d, m = h.datas[0], h.model
+    d, m = h.synced_data(0), h.model
     hip = m.joint("hip")
     np.testing.assert_array_equal(s["dof_pos"]["hip"], d.qpos[hip.qposadr[0]:hip.qposadr[0] + 4])
     np.testing.assert_array_equal(s["dof_vel"]["hip"], d.qvel[hip.dofadr[0]:hip.dofadr[0] + 3])
@@ -82,7 +82,7 @@ def test_body_poses_and_velocities_are_mujocos(scene, scramble):
     h = MujocoHandler(scene)
     scramble(h, seed=5)
     s = h.get_states(render=False)[0]
-    d, m = h.datas[0], h.model
+    d, m = h.synced_data(0), h.model
     v6 = np.zeros(6)
     for info in h.models:
         entry = s[info.kind + "s"][info.name]
@@ -102,7 +102,7 @@ def test_rot_is_wxyz():
     h = MujocoHandler()
     half = np.sqrt(0.5)
     h.set_states([{"objects": {"cube": {"rot": [half, 0.0, 0.0, half]}}}])  # +90 deg about z
-    xmat = h.datas[0].body("cube").xmat.reshape(3, 3)
+    xmat = h.synced_data(0).body("cube").xmat.reshape(3, 3)
     np.testing.assert_allclose(xmat @ [1, 0, 0], [0, 1, 0], atol=1e-12)
 
 
@@ -117,10 +117,10 @@ def test_velocity_set_is_velocity_seen(scene_name, body):
     got = h.get_states(render=False)[0][section][body]
     np.testing.assert_allclose(got["ang_vel"], ang, atol=1e-12)
     np.testing.assert_array_equal(got["vel"], vel)
-    d, dt = h.datas[0], h.timestep
+    d, dt = h.synced_data(0), h.timestep
     p0, q0 = d.body(body).xpos.copy(), d.body(body).xquat.copy()
     h.step()
-    d = h.datas[0]  # through the handler: derived quantities are computed on read
+    d = h.synced_data(0)  # through the handler: derived quantities are computed on read
     np.testing.assert_allclose((d.body(body).xpos - p0) / dt, vel, atol=1e-9)
     local = np.zeros(3)
     mujoco.mju_subQuat(local, d.body(body).xquat, q0)  # q0 * exp(local) = q1
@@ -133,7 +133,7 @@ def test_free_root_angular_velocity_is_world_frame():
     h = MujocoHandler(ARTICULATED)
     ang = np.array([0.0, 0.0, 2.0])  # about world z, while the walker is yawed 45 deg
     h.set_states([{"robots": {"walker": {"ang_vel": ang}}}])
-    d = h.datas[0]
+    d = h.synced_data(0)
     xmat = d.body("walker").xmat.reshape(3, 3)
     adr = h.model.joint("walker_root").dofadr[0]
     np.testing.assert_allclose(xmat @ d.qvel[adr + 3:adr + 6], ang, atol=1e-12)

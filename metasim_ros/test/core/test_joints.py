@@ -7,7 +7,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from metasim_ros.core import MujocoHandler
+from metasim_ros.core import MujocoHandler, StateValidationError
 
 ARTICULATED = str(Path(__file__).parent / "scenes" / "articulated.xml")
 
@@ -30,7 +30,7 @@ def test_hinge_error_against_target():
     h = MujocoHandler()
     h.step([{"franka": {"dof_pos_target": {"panda_joint1": 0.3}, "dof_vel_target": {"panda_joint1": 0.1}}}], n=5)
     r = _by_name(h.joint_states())["panda_joint1"]
-    d, j = h.datas[0], h.model.joint("panda_joint1")
+    d, j = h.synced_data(0), h.model.joint("panda_joint1")
     assert r.type == mujoco.mjtJoint.mjJNT_HINGE
     np.testing.assert_array_equal(r.position, [d.qpos[j.qposadr[0]]])
     np.testing.assert_array_equal(r.velocity, [d.qvel[j.dofadr[0]]])
@@ -76,5 +76,5 @@ def test_ball_error_against_another_joint(scramble):
 
 
 def test_bad_reference():
-    with pytest.raises(ValueError):
+    with pytest.raises(StateValidationError, match="nope"):
         MujocoHandler().joint_states(reference="nope")

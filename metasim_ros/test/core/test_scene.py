@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from metasim_ros.core import MujocoHandler, default_scene_path
+from metasim_ros.core.errors import SceneError
 
 HOME = [0, -0.785398, 0, -2.356194, 0, 1.570796, 0.785398, 0.04, 0.04]
 FRANKA_JOINTS = [f"panda_joint{i}" for i in range(1, 8)] + ["panda_finger_joint1", "panda_finger_joint2"]
@@ -43,7 +44,7 @@ def test_default_scene_starts_and_resets_at_home():
     h.step(n=500)  # and holds it: position servos with gravity compensation
     got = list(h.get_states(render=False)[0]["robots"]["franka"]["dof_pos"].values())
     np.testing.assert_allclose(got, HOME, atol=1e-3)
-    assert h.datas[0].body("cube").xpos[2] > 0.4  # resting on the table
+    assert h.synced_data(0).body("cube").xpos[2] > 0.4  # resting on the table
 
 
 def test_scene_xml_recompiles():
@@ -57,7 +58,7 @@ def test_robots_named_explicitly():
     h = MujocoHandler(robots=["cube"])
     assert [r.name for r in h.robots] == ["cube"]
     assert "franka" in h.get_states(render=False)[0]["objects"]
-    with pytest.raises(ValueError, match="mug"):
+    with pytest.raises(SceneError, match="mug"):
         MujocoHandler(robots=["mug"])
 
 
@@ -80,7 +81,7 @@ def test_urdf_scene(tmp_path):
 
 
 def test_bad_arguments():
-    with pytest.raises(ValueError):
+    with pytest.raises(SceneError):
         MujocoHandler(num_envs=0)
-    with pytest.raises(ValueError):
+    with pytest.raises(SceneError):
         MujocoHandler("<mujoco><worldbody><body><geom size='1'/></worldbody></mujoco>")

@@ -8,7 +8,7 @@ import pytest
 from test_snapshot_support import TARGET, forwarded, moving_handler, reordered_xml, write_initial_state_data
 
 from metasim_ros.core import MujocoHandler
-from metasim_ros.core.snapshot import capture_state, load_snapshot, save_snapshot
+from metasim_ros.core.snapshot import SnapshotError, capture_state, load_snapshot, save_snapshot
 
 CONTINUE = 1000
 
@@ -18,13 +18,13 @@ def saved(tmp_path_factory):
     """Handler A saved mid-motion, then run on for CONTINUE steps: (file, A's final qpos/qvel/act, saved A state)."""
     path = tmp_path_factory.mktemp("exact") / "a.h5"
     a = moving_handler()
-    assert a.datas[0].ncon > 0, "the scene should be in contact when saved"
+    assert a.synced_data(0).ncon > 0, "the scene should be in contact when saved"
     save_snapshot(a, path)
     qpos_only = path.with_name("a_qpos_qvel.h5")
     write_initial_state_data(qpos_only, a, with_bodies=False)
     saved_state = capture_state(a)
     a.step(n=CONTINUE)
-    d = a.datas[0]
+    d = a.synced_data(0)
     return path, qpos_only, (d.qpos.copy(), d.qvel.copy(), d.act.copy()), saved_state
 
 
@@ -38,7 +38,7 @@ def test_restore_continues_bitwise(saved):
     assert capture_state(b).tobytes() == saved_state.tobytes()
     assert b.get_states(render=False)[0]["robots"]["franka"]["dof_pos_target"] == TARGET  # handler-side targets too
     b.step(n=CONTINUE)
-    d = b.datas[0]
+    d = b.synced_data(0)
     diffs = [float(np.max(np.abs(x - y), initial=0.0)) for x, y in ((d.qpos, qpos), (d.qvel, qvel), (d.act, act))]
     print(f"\nintegration-state restore, max |delta| after {CONTINUE} steps (qpos, qvel, act): {diffs}")
     assert diffs == [0.0, 0.0, 0.0]
@@ -53,7 +53,7 @@ def test_qpos_qvel_only_restore_diverges_measurably(saved):
     assert report.ok and not report.exact and report.strategy == "initial_state_data"
     c.set_states([{"robots": {"franka": {"dof_pos_target": TARGET}}}])  # the restore held the pose
     c.step(n=CONTINUE)
-    d = c.datas[0]
+    d = c.synced_data(0)
     dq, dv = float(np.max(np.abs(d.qpos - qpos))), float(np.max(np.abs(d.qvel - qvel)))
     print(f"\nqpos/qvel-only restore, max |delta| after {CONTINUE} steps: qpos {dq:.3e}, qvel {dv:.3e}")
     assert np.isfinite(dq) and np.isfinite(dv)
@@ -89,10 +89,10 @@ def test_named_restore_survives_reordered_extended_scene(tmp_path):
     for name in a.joint_names:
         ja, jb = a.model.joint(name), b.model.joint(name)
         width = {0: 7, 1: 4}.get(int(ja.type[0]), 1)
-        qa = a.datas[0].qpos[ja.qposadr[0] : ja.qposadr[0] + width]
-        qb = b.datas[0].qpos[jb.qposadr[0] : jb.qposadr[0] + width]
+        qa = a.synced_data(0).qpos[ja.qposadr[0] : ja.qposadr[0] + width]
+        qb = b.synced_data(0).qpos[jb.qposadr[0] : jb.qposadr[0] + width]
         np.testing.assert_allclose(qb, qa, rtol=0, atol=1e-12)
-    cube_a, cube_b = forwarded(a).xpos[a.model.body("cube").id], b.datas[0].xpos[b.model.body("cube").id]
+    cube_a, cube_b = forwarded(a).xpos[a.model.body("cube").id], b.synced_data(0).xpos[b.model.body("cube").id]
     np.testing.assert_allclose(cube_b, cube_a, rtol=0, atol=1e-12)
     assert report.max_body_pos_error < 1e-12 and report.max_body_vel_error < 1e-9
 
@@ -107,7 +107,7 @@ def test_multi_env_save_restores_each_env(tmp_path):
         assert load_snapshot(b, path, env_id=e).exact
         assert capture_state(b, e).tobytes() == capture_state(h, e).tobytes()
     single = MujocoHandler()
-    with pytest.raises(ValueError, match="env_id 1 out of range"):
+    with pytest.raises(SnapshotError, match="env_id 1 out of range"):
         load_snapshot(single, path, env_id=1)
     assert load_snapshot(single, save_snapshot(h, tmp_path / "one.h5", env_ids=[1])).exact
     assert capture_state(single).tobytes() == capture_state(h, 1).tobytes()

@@ -59,12 +59,12 @@ def test_per_object_partial_leaves_other_models_and_says_so(tmp_path, source):
     path = tmp_path / "cube_only.h5"
     j = source.model.joint("cube_joint")
     with h5py.File(path, "w") as f:
-        f["cube_joint_qpos"] = source.datas[0].qpos[j.qposadr[0] : j.qposadr[0] + 7]
+        f["cube_joint_qpos"] = source.synced_data(0).qpos[j.qposadr[0] : j.qposadr[0] + 7]
     h = MujocoHandler()
-    arm_before = h.datas[0].qpos[:9].copy()
+    arm_before = h.synced_data(0).qpos[:9].copy()
     report = load_snapshot(h, path)
     assert report.ok and report.strategy == "per_object"
-    assert h.datas[0].qpos[:9].tobytes() == arm_before.tobytes()
+    assert h.synced_data(0).qpos[:9].tobytes() == arm_before.tobytes()
     assert any("['box', 'franka']" in w for w in report.warnings)
     assert any("velocities" in w for w in report.warnings)
 
@@ -76,7 +76,7 @@ def test_initial_state_flattened(tmp_path, source):
     h = MujocoHandler()
     report = load_snapshot(h, path)
     assert_restored(report, h, source, "flattened")
-    assert h.datas[0].time == source.datas[0].time
+    assert h.synced_data(0).time == source.synced_data(0).time
 
 
 def test_robomimic_states_with_model_file_and_index(tmp_path, source):
@@ -102,8 +102,8 @@ def test_robomimic_model_file_from_reordered_scene_matches_by_name(tmp_path):
     for name in h.joint_names:
         a, b = other.model.joint(name), h.model.joint(name)
         n = 7 if name == "cube_joint" else 1
-        got = h.datas[0].qpos[b.qposadr[0] : b.qposadr[0] + n]
-        assert np.max(np.abs(got - other.datas[0].qpos[a.qposadr[0] : a.qposadr[0] + n])) <= TOL
+        got = h.synced_data(0).qpos[b.qposadr[0] : b.qposadr[0] + n]
+        assert np.max(np.abs(got - other.synced_data(0).qpos[a.qposadr[0] : a.qposadr[0] + n])) <= TOL
 
 
 def test_robomimic_uncompilable_model_file_falls_back_to_position(tmp_path, source):

@@ -54,12 +54,12 @@ def moving_handler(steps: int = 150, scene: str | None = None) -> MujocoHandler:
 
 def fingerprint(h: MujocoHandler, env_id: int = 0) -> bytes:
     """Integration state plus derived poses: equal bytes == bitwise unchanged simulation."""
-    d = h.datas[env_id]
+    d = h.synced_data(env_id)
     return capture_state(h, env_id).tobytes() + d.xpos.tobytes() + d.xquat.tobytes() + d.qacc.tobytes()
 
 
 def qpos_qvel(h: MujocoHandler, env_id: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    d = h.datas[env_id]
+    d = h.synced_data(env_id)
     return d.qpos.copy(), d.qvel.copy()
 
 
@@ -89,7 +89,7 @@ def write_initial_state_data(path: Path, h: MujocoHandler, with_bodies: bool = T
 
 def write_per_object(path: Path, h: MujocoHandler) -> None:
     """robosuite-style ``obs/robot0_*`` for the arm and gripper plus ``<model>_joint_qpos/_qvel``."""
-    m, d = h.model, h.datas[0]
+    m, d = h.model, h.synced_data(0)
 
     def q(name: str) -> np.ndarray:
         j = m.joint(name)
@@ -113,7 +113,7 @@ def write_per_object(path: Path, h: MujocoHandler) -> None:
 
 def flat(h: MujocoHandler) -> np.ndarray:
     """robosuite ``sim.get_state().flatten()``: [time, qpos, qvel]."""
-    d = h.datas[0]
+    d = h.synced_data(0)
     return np.concatenate([[d.time], d.qpos, d.qvel])
 
 
@@ -134,6 +134,6 @@ def write_robomimic(path: Path, states: np.ndarray, model_file: str | None) -> N
 
 def forwarded(h: MujocoHandler, env_id: int = 0) -> mujoco.MjData:
     """A copy of the env's MjData with poses recomputed (after mj_step they describe the step before)."""
-    d = copy.copy(h.datas[env_id])
+    d = copy.copy(h.synced_data(env_id))
     mujoco.mj_forward(h.model, d)
     return d

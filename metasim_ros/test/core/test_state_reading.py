@@ -125,7 +125,7 @@ def test_no_memory_shared_between_entries():
         arrays += [m[k] for k in ("pos", "rot", "vel", "ang_vel")]
         arrays += [v for v in m["dof_pos"].values() if isinstance(v, np.ndarray)]
         arrays += [b[k] for b in body.values() for k in ("pos", "rot", "vel", "ang_vel")]
-    d = h.datas[0]
+    d = h.synced_data(0)
     for i, a in enumerate(arrays):
         assert not any(np.shares_memory(a, x) for x in (d.qpos, d.qvel, d.xpos, d.xquat, d.cvel))
         assert not any(np.shares_memory(a, b) for b in arrays[i + 1:])
@@ -141,7 +141,7 @@ def test_moving_roots_without_free_joint():
                                              "dof_vel": {"spin": 2.0, "lift": 1.5}},
                                "sled": {"dof_vel": {"rail": 0.7}}}}])
     state = h.get_states(render=False)[0]
-    m, d = h.model, h.datas[0]
+    m, d = h.model, h.synced_data(0)
     v6 = np.zeros(6)
     for name in ("turntable", "sled"):
         entry = state["objects"][name]
@@ -155,7 +155,7 @@ def test_moving_roots_without_free_joint():
     np.testing.assert_allclose(state["objects"]["sled"]["vel"], np.array([0.7, 0.7, 0.0]) / np.sqrt(2), atol=1e-12)
     again = MujocoHandler(TURNTABLE)
     again.set_states([state])  # derived root and body values agree with the joints
-    assert again.datas[0].qvel.tobytes() == d.qvel.tobytes()
+    assert again.synced_data(0).qvel.tobytes() == d.qvel.tobytes()
 
 
 def test_joint_readings_are_fresh_and_separate():
@@ -167,7 +167,7 @@ def test_joint_readings_are_fresh_and_separate():
     for r in readings:  # a step does not change readings already returned
         assert all(a.tobytes() == b.tobytes() for a, b in zip(r[2:], first[r.name]))
     arrays = [a for r in readings for a in r[2:] if a.size]
-    d = h.datas[0]
+    d = h.synced_data(0)
     for i, a in enumerate(arrays):
         assert not any(np.shares_memory(a, x) for x in (d.qpos, d.qvel, d.qfrc_actuator))
         assert not any(np.shares_memory(a, b) for b in arrays[i + 1:])

@@ -1,7 +1,10 @@
 """sim_node as a user runs it: start, receive joint states and sim time, Ctrl-C."""
 from __future__ import annotations
 
+import math
+import re
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -10,6 +13,7 @@ from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import ListParameters, SetParameters
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
+from std_srvs.srv import Trigger
 
 FRANKA_JOINTS = [f"panda_joint{i}" for i in range(1, 8)] + [
     "panda_finger_joint1", "panda_finger_joint2"]
@@ -78,7 +82,19 @@ def test_starts_with_the_shipped_params_file(start_node, client):
     assert node.stop() == 0
 
 
-def test_parameters_are_validated_on_set(paused_node, client):
+def sim_time_from_status(client) -> float:
+    """Sim time as ~/status reports it ("...; sim time 1.234000 s; ...")."""
+    status = client.call(Trigger, "/sim_node/status", Trigger.Request())
+    found = re.search(r"sim time ([0-9.]+) s", status.message)
+    assert found, status.message
+    return float(found.group(1))
+
+
+def test_parameters_are_validated_on_set(start_node, client):
+    # Running, not paused: a value that got through would stop the physics thread (it
+    # did: real_time_factor=inf killed it), so it must keep advancing after the refusals.
+    start_node().wait_serving(client)
+
     def set_param(name: str, value: ParameterValue):
         res = client.call(SetParameters, "/sim_node/set_parameters",
                           SetParameters.Request(parameters=[Parameter(name=name, value=value)]))
@@ -93,3 +109,14 @@ def test_parameters_are_validated_on_set(paused_node, client):
     choice = set_param("on_divergence", ParameterValue(type=ParameterType.PARAMETER_STRING,
                                                        string_value="explode"))
     assert not choice.successful and "reset" in choice.reason
+
+    for name, value in [("real_time_factor", math.inf), ("real_time_factor", math.nan),
+                        ("real_time_factor", -math.inf), ("clock_rate", 0.0),
+                        ("clock_rate", math.inf), ("tf_rate", math.nan)]:
+        refused = set_param(name, double(value))
+        assert not refused.successful and name in refused.reason, (name, value, refused.reason)
+    first = sim_time_from_status(client)
+    time.sleep(0.3)
+    assert sim_time_from_status(client) > first + 0.1   # still running at real-time factor 1
+    later = client.wait_for_message(Clock, "/clock", predicate=lambda m: seconds(m) > first)
+    assert seconds(later) > first                        # and /clock still publishes

@@ -13,9 +13,10 @@ from typing import Sequence
 import mujoco
 import numpy as np
 
+from metasim_ros.core.errors import SceneError
+from metasim_ros.core.joint_kinds import FREE
 from metasim_ros.scenes import default_scene_path
 
-_FREE = mujoco.mjtJoint.mjJNT_FREE
 _TRN = mujoco.mjtTrn
 _WRAP_JOINT = mujoco.mjtWrap.mjWRAP_JOINT
 
@@ -45,8 +46,22 @@ class LoadedScene:
 def load_scene(scene: str | None) -> LoadedScene:
     """Compile `scene`: None → embedded default, '<...' → MJCF text, else a file path.
 
-    URDF files go through MjSpec; `xml` is then the MJCF MuJoCo writes for them.
+    URDF files go through MjSpec; `xml` is then the MJCF MuJoCo writes for them. A file
+    that cannot be read or compiled raises SceneError naming it and MuJoCo's reason.
     """
+    try:
+        return _compile(scene)
+    except (OSError, ValueError, ET.ParseError) as exc:  # MuJoCo's compile errors are ValueError
+        raise SceneError(f"cannot load scene {_short(scene)}: {exc}") from None
+
+
+def _short(scene: str | None) -> str:
+    if scene is None:
+        return "(the embedded default)"
+    return "(MJCF text)" if scene.lstrip().startswith("<") else repr(scene)
+
+
+def _compile(scene: str | None) -> LoadedScene:
     if scene is None:
         scene = default_scene_path()
     if scene.lstrip().startswith("<"):
@@ -70,7 +85,7 @@ def names(model: mujoco.MjModel, objtype: mujoco.mjtObj, count: int) -> list[str
     out = [object_name(model, objtype, i) for i in range(count)]
     if len(set(out)) != len(out):
         dup = sorted({n for n in out if out.count(n) > 1})
-        raise ValueError(f"duplicate {objtype.name[6:].lower()} names {dup}; name them in the scene")
+        raise SceneError(f"duplicate {objtype.name[6:].lower()} names {dup}; name them in the scene")
     return out
 
 
@@ -107,7 +122,7 @@ def find_models(model: mujoco.MjModel, robots: Sequence[str] | None = None) -> l
     if robots is not None:
         unknown = [r for r in robots if r not in root_names]
         if unknown:
-            raise ValueError(f"robots {unknown} are not models of the scene (models: {sorted(root_names)})")
+            raise SceneError(f"robots {unknown} are not models of the scene (models: {sorted(root_names)})")
         robot_roots = {r for r in roots if body_names[r] in set(robots)}
     else:
         robot_roots = _actuated_roots(model)
@@ -115,7 +130,8 @@ def find_models(model: mujoco.MjModel, robots: Sequence[str] | None = None) -> l
     for r in roots:
         bodies = np.flatnonzero(model.body_rootid == r)
         joints = np.flatnonzero(np.isin(model.jnt_bodyid, bodies))
-        free = int(model.body_jntnum[r]) == 1 and model.jnt_type[model.body_jntadr[r]] == _FREE
+        free = (int(model.body_jntnum[r]) == 1
+                and int(model.jnt_type[model.body_jntadr[r]]) == FREE.type)
         free_joint = int(model.body_jntadr[r]) if free else -1
         joints = [int(j) for j in joints if j != free_joint]
         infos.append(ModelInfo(

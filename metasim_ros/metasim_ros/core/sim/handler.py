@@ -1,21 +1,28 @@
 """MujocoHandler: one MjModel, N independent MjData, read and written as MetaSim states."""
 from __future__ import annotations
 
+import copy
 import numbers
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import mujoco
+import numpy as np
 
 from metasim_ros.core.scene import loading as scene_mod
 from metasim_ros.core.state.targets import JointTargets
 from metasim_ros.core.scene.cameras import CameraPoses, CameraRenderer
-from metasim_ros.core.errors import StateValidationError
+from metasim_ros.core.errors import SceneError, StateValidationError
 from metasim_ros.core.state.joints import JointReader, JointReading
 from metasim_ros.core.scene.loading import ModelInfo
 from metasim_ros.core.state.schema import Action, State
 from metasim_ros.core.state.reader import StateReader
 from metasim_ros.core.state.writer import Plan, StateWriter
+
+#: The complete physics state: what a snapshot stores and a capture holds.
+INTEGRATION_STATE = int(mujoco.mjtState.mjSTATE_INTEGRATION)
 
 #: Name of the keyframe a scene starts in and resets to (the model defaults otherwise).
 INITIAL_KEYFRAME = "home"
@@ -28,13 +35,37 @@ _UNSTABLE_TEXT = ("NaN, Inf or huge value in qpos", "NaN, Inf or huge value in q
                   "NaN, Inf or huge value in qacc")
 
 
+@dataclass
+class PhysicsState:
+    """One env's complete physics state: mjSTATE_INTEGRATION (time, qpos, qvel, act,
+    warm start, ctrl, applied forces, mocap, user and plugin data) and the joint
+    targets, which MuJoCo has no place for. Targets may be None (keep the current)."""
+
+    integration: np.ndarray
+    pos_target: np.ndarray | None = None
+    vel_target: np.ndarray | None = None
+
+
+class Transaction:
+    """Backups of some envs taken when a `MujocoHandler.transaction` scope opened."""
+
+    def __init__(self, handler: MujocoHandler, env_ids: list[int]) -> None:
+        self._handler = handler
+        self._backups = {e: handler._backup(e) for e in env_ids}
+
+    def rollback(self) -> None:
+        """Put every env of the scope back as it was when the scope opened."""
+        for e, backup in self._backups.items():
+            self._handler._put_back(e, backup)
+
+
 class MujocoHandler:
     """Runs a MuJoCo scene in `num_envs` environments and speaks the MetaSim state.
 
-    Everything read through the handler (get_states, joint_states, `datas`) is
-    *forward-consistent*: xpos, cvel, sensors and cameras describe the current
-    qpos/qvel. step() itself only integrates; the mj_forward that brings derived
-    quantities up to date runs once, on the next read (sync), not after every step.
+    The handler is the only door to MjData. Everything read through it (get_states,
+    joint_states, synced_data) is *forward-consistent*: xpos, cvel, sensors and cameras
+    describe the current qpos/qvel. step() itself only integrates; the mj_forward that
+    brings derived quantities up to date runs once, on the next synced read.
     Not thread-safe: callers serialise access (the node holds one lock).
     """
 
@@ -49,7 +80,7 @@ class MujocoHandler:
         to set_states may be from the value the joints produce.
         """
         if num_envs < 1:
-            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+            raise SceneError(f"num_envs must be >= 1, got {num_envs}")
         loaded = scene_mod.load_scene(scene)
         m = loaded.model
         self._model = m
@@ -70,27 +101,85 @@ class MujocoHandler:
                                    self._targets)
         self._writer = StateWriter(m, self._reader, self._targets, self.cameras, derived_tolerance)
         self._joints = JointReader(m, self.joint_names, self._targets)
-        self._stale = [False] * num_envs  # stepped since derived quantities were computed
+        self._stale = [False] * num_envs  # changed since derived quantities were computed
+        self._state_size = int(mujoco.mj_stateSize(m, INTEGRATION_STATE))
         self.reset()
 
-    # -- properties ----------------------------------------------------------------
+    # -- the one door to MjData ------------------------------------------------------
+    # Staleness is the handler's invariant: step() and `editing` leave derived quantities
+    # (xpos, cvel, sensors, ...) stale and say so in _stale; every synced read brings them
+    # up to date first, once. No read runs anything the caller did not ask for.
     @property
     def model(self) -> mujoco.MjModel:
+        """The compiled model (read-only by convention: every env shares it)."""
         return self._model
 
-    @property
-    def datas(self) -> list[mujoco.MjData]:
-        """The environments' MjData, with derived quantities (xpos, cvel, sensors, ...)
-        describing the current qpos/qvel."""
-        self.sync()
-        return self._datas
+    def sim_time(self, env_id: int = 0) -> float:
+        """Sim time of one env. No computation: cheap enough for every publish."""
+        return self._datas[env_id].time
 
-    def sync(self, env_ids: Sequence[int] | None = None) -> None:
-        """Compute derived quantities of environments stepped since they were last read.
+    def synced_data(self, env_id: int) -> mujoco.MjData:
+        """One env's MjData whose derived quantities describe its current state.
 
-        step() only integrates (plain mj_step); the mj_forward that makes xpos & co.
-        describe the new state runs here, once, when something reads. mj_forward writes
-        nothing of the integration state, so the trajectory is mj_step's bit for bit.
+        Runs mj_forward only when the env changed since it was last synced. Read it while
+        holding the caller's lock; write through `editing` (or set_states) instead.
+        """
+        self._sync((env_id,))
+        return self._datas[env_id]
+
+    def copy_synced(self, env_id: int, dest: mujoco.MjData) -> None:
+        """Copy one env, synced, into `dest` (an MjData of this model), so slow work
+        (rendering, serialising) can run on the copy without holding the simulation."""
+        mujoco.mj_copyData(dest, self._model, self.synced_data(env_id))
+
+    @contextmanager
+    def editing(self, env_id: int) -> Iterator[mujoco.MjData]:
+        """Write one env's MjData directly (qpos/qvel, mj_setState, ...).
+
+        The derived quantities are recomputed on the next synced read, not here: a
+        caller writing many things pays for one mj_forward.
+        """
+        data = self._datas[self._env_ids([env_id])[0]]
+        try:
+            yield data
+        finally:
+            self._stale[env_id] = True
+
+    def capture(self, env_id: int) -> PhysicsState:
+        """The complete physics state of one env (mjSTATE_INTEGRATION and the joint
+        targets), as a copy that can be serialised without holding the simulation."""
+        row = np.empty(self._state_size)
+        mujoco.mj_getState(self._model, self._datas[env_id], row, INTEGRATION_STATE)
+        return PhysicsState(row, self._targets.pos[env_id].copy(), self._targets.vel[env_id].copy())
+
+    def restore(self, env_id: int, state: PhysicsState) -> None:
+        """Put a captured state back; the env then continues bit-identically to the
+        captured one (ctrl is part of the integration state, so servos are not rewritten)."""
+        if state.integration.shape != (self._state_size,):
+            raise StateValidationError("integration_state", f"expected {self._state_size} values, "
+                                       f"got {state.integration.shape}")
+        with self.editing(env_id) as data:
+            if state.pos_target is not None:
+                self._targets.pos[env_id] = state.pos_target
+                self._targets.vel[env_id] = state.vel_target
+            mujoco.mj_setState(self._model, data, state.integration, INTEGRATION_STATE)
+
+    @contextmanager
+    def transaction(self, env_ids: Sequence[int] | None = None) -> Iterator[Transaction]:
+        """A rollback scope: on any exception, or on `rollback()`, the envs' MjData (derived
+        quantities included) and joint targets are put back bitwise."""
+        tx = Transaction(self, self._env_ids(env_ids))
+        try:
+            yield tx
+        except BaseException:
+            tx.rollback()
+            raise
+
+    def _sync(self, env_ids: Sequence[int] | None = None) -> None:
+        """mj_forward the envs changed since they were last synced.
+
+        step() only integrates (plain mj_step); mj_forward writes nothing of the
+        integration state, so the trajectory stays mj_step's bit for bit.
         """
         for e in range(len(self._datas)) if env_ids is None else env_ids:
             if self._stale[e]:
@@ -130,7 +219,7 @@ class MujocoHandler:
         """One State per environment; render=False leaves out rgb/depth (cheap)."""
         states = []
         ids = self._env_ids(env_ids)
-        self.sync(ids)
+        self._sync(ids)
         for e in ids:
             state = self._reader.read(e)
             if render:
@@ -151,7 +240,7 @@ class MujocoHandler:
 
     def _plans(self, requests: Any, env_ids: Sequence[int] | None, what: str, action: bool) -> list[Plan]:
         ids = self._env_ids(env_ids)
-        self.sync(ids)
+        self._sync(ids)
         if not isinstance(requests, Sequence) or isinstance(requests, (str, bytes)):
             raise StateValidationError("", f"expected a list of {what} (one per environment), "
                                        f"got {type(requests).__name__}")
@@ -232,18 +321,23 @@ class MujocoHandler:
         if init_states is not None:
             self.set_states(init_states, ids)
 
-    def forward(self, env_id: int | None = None) -> None:
-        """mj_forward on one or all environments (after writing MjData directly)."""
-        for e in self._env_ids(None if env_id is None else [env_id]):
-            mujoco.mj_forward(self._model, self._datas[e])
-            self._stale[e] = False
-
     def joint_states(self, env_id: int = 0, reference: str = "target") -> list[JointReading]:
         """Every joint's reading, errors = reference - current (see core.joints)."""
         # an in-range int needs no further checking (the publish path); anything else is validated
         e = env_id if type(env_id) is int and 0 <= env_id < len(self._datas) else self._env_ids([env_id])[0]
-        self.sync((e,))
+        self._sync((e,))
         return self._joints.read(self._datas[e], e, reference)
+
+    def _backup(self, env_id: int) -> tuple[mujoco.MjData, np.ndarray, np.ndarray, bool]:
+        return (copy.copy(self._datas[env_id]), self._targets.pos[env_id].copy(),
+                self._targets.vel[env_id].copy(), self._stale[env_id])
+
+    def _put_back(self, env_id: int, backup: tuple) -> None:
+        data, pos, vel, stale = backup
+        mujoco.mj_copyData(self._datas[env_id], self._model, data)
+        self._targets.pos[env_id] = pos
+        self._targets.vel[env_id] = vel
+        self._stale[env_id] = stale
 
     def close(self) -> None:
         """Release the GL context (if any camera was rendered)."""

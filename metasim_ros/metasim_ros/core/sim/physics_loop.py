@@ -31,18 +31,18 @@ class PhysicsLoop:
     MAX_BATCH = 20
 
     def __init__(self, handler: Steppable, real_time_factor: float = 1.0,
-                 on_tick: Callable[[], None] | None = None, tick_period: float = 0.005,
+                 tick_period: float = 0.005,
                  on_diverged: Callable[[dict[int, str]], None] | None = None) -> None:
-        """on_tick: called in the physics thread after every batch, and at least every
-        `tick_period` seconds while paused or waiting for real time.
-        on_diverged: called (outside the lock) with handler.divergence() when the
-        physics of some environment blew up while stepping."""
+        """on_diverged: called (outside the lock) with handler.divergence() when the
+        physics of some environment blew up while stepping. Tick callbacks (`add_tick`)
+        run in the physics thread after every batch, and at least every `tick_period`
+        seconds while paused or waiting for real time."""
         self.handler = handler
         self._wake = threading.Event()
         self._resync = True
         self._rtf = 0.0
         self.real_time_factor = real_time_factor
-        self._on_tick = on_tick
+        self._ticks: list[Callable[[], None]] = []
         self._on_diverged = on_diverged
         self._tick_period = tick_period
         self._lock = threading.Lock()
@@ -79,6 +79,20 @@ class PhysicsLoop:
             self._resync = True
             self._running.set()
         self._wake.set()
+
+    def add_tick(self, callback: Callable[[], None]) -> None:
+        """Run `callback` in the physics thread between batches (periodic publishers)."""
+        self._ticks.append(callback)
+
+    @property
+    def started(self) -> bool:
+        """start() was called (and stop() was not)."""
+        return self._thread is not None
+
+    @property
+    def alive(self) -> bool:
+        """The physics thread is running: derived from the thread itself."""
+        return self._thread is not None and self._thread.is_alive()
 
     # -- access from other threads -------------------------------------------------
     @contextmanager
@@ -128,8 +142,8 @@ class PhysicsLoop:
         wall0 = 0.0
         done = 0
         while not self._stop.is_set():
-            if self._on_tick is not None:
-                self._on_tick()
+            for tick in self._ticks:
+                tick()
             if not self._running.is_set():
                 self._idle(self._tick_period)
                 continue

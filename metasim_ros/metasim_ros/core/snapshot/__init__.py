@@ -15,7 +15,9 @@ import numpy as np
 from tqdm import tqdm
 
 from metasim_ros.core.snapshot.format import capture_state, stack_trajectory, state_size, write_snapshot
-from metasim_ros.core.snapshot.io import LayoutMismatch, SnapshotError, open_snapshot
+from metasim_ros.core.errors import SnapshotError
+from metasim_ros.core.snapshot.io import LayoutMismatch, open_snapshot
+from metasim_ros.core.snapshot.simulation import Simulation
 from metasim_ros.core.snapshot.restore import (
     DEFAULT_MAX_STEPS,
     DEFAULT_TOLERANCE,
@@ -43,7 +45,7 @@ __all__ = [
 
 
 def save_snapshot(
-    handler: Any,
+    handler: Simulation,
     path: str | os.PathLike[str],
     env_ids: Sequence[int] | None = None,
     trajectory: Any = None,
@@ -75,7 +77,7 @@ def save_snapshot(
 
 
 def load_snapshot(
-    handler: Any,
+    handler: Simulation,
     path: str | os.PathLike[str],
     index: int = -1,
     env_id: int = 0,
@@ -122,7 +124,7 @@ def inspect_snapshot(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def convert_snapshot(
-    handler: Any,
+    handler: Simulation,
     src: str | os.PathLike[str],
     dst: str | os.PathLike[str],
     *,

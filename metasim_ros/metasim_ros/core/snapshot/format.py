@@ -18,7 +18,6 @@ strategy 2 restores the MetaSim tree by name through ``handler.set_states``.
 
 from __future__ import annotations
 
-import copy
 import datetime
 import hashlib
 import itertools
@@ -49,10 +48,11 @@ from metasim_ros.core.snapshot.io import (
     walk_datasets,
 )
 from metasim_ros.core.snapshot.plan import Expected, Plan
+from metasim_ros.core.snapshot.simulation import PhysicsState, Simulation
+from metasim_ros.core.sim.handler import INTEGRATION_STATE
 
 FORMAT_NAME = "metasim_snapshot"
 FORMAT_VERSION = 1
-INTEGRATION_STATE = int(mujoco.mjtState.mjSTATE_INTEGRATION)
 #: Rows per chunk target ~256 KiB so one-row reads stay cheap and 10k-step writes stay fast.
 _CHUNK_BYTES = 256 * 1024
 #: Largest row of a MetaSim tree leaf read from a file (a free joint's qpos has 7 values).
@@ -64,11 +64,9 @@ def state_size(model: mujoco.MjModel) -> int:
     return int(mujoco.mj_stateSize(model, INTEGRATION_STATE))
 
 
-def capture_state(handler: Any, env_id: int = 0) -> np.ndarray:
+def capture_state(handler: Simulation, env_id: int = 0) -> np.ndarray:
     """The complete integration state of one env (what a trajectory row holds)."""
-    out = np.empty(state_size(handler.model))
-    mujoco.mj_getState(handler.model, handler.datas[env_id], out, INTEGRATION_STATE)
-    return out
+    return handler.capture(env_id).integration
 
 
 def model_signature(model: mujoco.MjModel) -> dict[str, Any]:
@@ -92,7 +90,7 @@ def model_signature(model: mujoco.MjModel) -> dict[str, Any]:
 
 
 def write_snapshot(
-    handler: Any,
+    handler: Simulation,
     path: str | os.PathLike[str],
     env_ids: list[int],
     rows: Mapping[int, np.ndarray] | None,
@@ -144,24 +142,20 @@ def _chunks(shape: tuple[int, ...]) -> tuple[int, ...] | None:
     return (max(1, min(shape[0], _CHUNK_BYTES // max(row_bytes, 1))), *shape[1:])
 
 
-def _trees(handler: Any, env_id: int, rows: np.ndarray | None, progress: bool) -> list[dict]:
+def _trees(handler: Simulation, env_id: int, rows: np.ndarray | None, progress: bool) -> list[dict]:
     """MetaSim states (render off) for each row, or for the current state, computed by the handler.
 
     Each state is loaded and ``mj_forward``-ed first: after ``mj_step`` the derived poses still
     describe the previous step, and the tree must match the integration state stored beside it.
-    The env's MjData is copied back afterwards, so saving never disturbs the simulation.
+    The env is rolled back afterwards, so saving never disturbs the simulation.
     """
-    model, data = handler.model, handler.datas[env_id]
-    backup = copy.copy(data)
     out = []
-    try:
+    with handler.transaction([env_id]) as tx:
         for row in tqdm([None] if rows is None else rows, desc="state tree", unit="step", disable=not progress, leave=False):
             if row is not None:
-                mujoco.mj_setState(model, data, row, INTEGRATION_STATE)
-            mujoco.mj_forward(model, data)
+                handler.restore(env_id, PhysicsState(row))
             out.append(handler.get_states([env_id], render=False)[0])
-    finally:
-        mujoco.mj_copyData(data, model, backup)
+        tx.rollback()
     return out
 
 
@@ -230,14 +224,14 @@ class IntegrationStateStrategy:
         keys = ("version", "mujoco_version", "signature_hash", "nq", "nv", "na", "nu", "state_size", "steps")
         return {"envs": len(envs) if isinstance(envs, h5py.Group) else 0, **{k: _plain(f.attrs.get(k)) for k in keys}}
 
-    def plan(self, f: h5py.File, handler: Any, index: int, env_id: int) -> Plan | None:
+    def plan(self, f: h5py.File, handler: Simulation, index: int, env_id: int) -> Plan | None:
         if not _own_root(f):
             return None
         eg = env_group(f, env_id)
         ds = None if eg is None else dataset(eg, "integration_state")
         if ds is None:
             return None
-        model, data = handler.model, handler.datas[env_id]
+        model = handler.model
         sig = model_signature(model)
         if attr_text(f, "signature_hash") != sig["hash"]:
             raise LayoutMismatch(_signature_diff(f, sig))
@@ -265,7 +259,7 @@ class IntegrationStateStrategy:
         def apply() -> None:
             if targets:
                 set_states_or_mismatch(handler, {"robots": targets}, env_id)
-            mujoco.mj_setState(model, data, row, INTEGRATION_STATE)  # after: ctrl exactly as saved
+            handler.restore(env_id, PhysicsState(row))  # after: ctrl exactly as saved
 
         return Plan(self.name, row_count(ds, 1), i, apply, expected, warnings)
 
@@ -291,7 +285,7 @@ class MetaSimTreeStrategy:
                   if isinstance(tree.get(kind), h5py.Group) for m in tree[kind]]
         return {"envs": len(trees), "models": models}
 
-    def plan(self, f: h5py.File, handler: Any, index: int, env_id: int) -> Plan | None:
+    def plan(self, f: h5py.File, handler: Simulation, index: int, env_id: int) -> Plan | None:
         eg = env_group(f, env_id)
         tree = None if eg is None else subgroup(eg, "state")
         if tree is None:
@@ -309,7 +303,7 @@ class MetaSimTreeStrategy:
         return Plan(self.name, count, index % count, apply, expected, warnings)
 
 
-def set_states_or_mismatch(handler: Any, state: dict[str, Any], env_id: int) -> None:
+def set_states_or_mismatch(handler: Simulation, state: dict[str, Any], env_id: int) -> None:
     """``handler.set_states`` for one env; a refusal means this layout does not fit."""
     try:
         handler.set_states([state], env_ids=[env_id])
@@ -368,7 +362,7 @@ def _tree_count(group: h5py.Group) -> int:
     return counts.pop()
 
 
-def _fit_request(handler: Any, file_state: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def _fit_request(handler: Simulation, file_state: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """Keep what this scene can take (known models and joints), report what is dropped or untouched."""
     infos = {m.name: m for m in handler.models}
     request: dict[str, Any] = {"objects": {}, "robots": {}}

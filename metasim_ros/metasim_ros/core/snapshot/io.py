@@ -17,17 +17,15 @@ from pathlib import Path
 import h5py
 import numpy as np
 
+from metasim_ros.core.errors import MetasimError, SnapshotError
+
 #: Largest number of values accepted in one row; anything larger is a corrupt or hostile file.
 MAX_ROW_VALUES = 10_000_000
 #: Largest text (model XML) read from a file, in bytes.
 MAX_TEXT_BYTES = 64 * 1024 * 1024
 
 
-class SnapshotError(ValueError):
-    """A snapshot could not be written, read or applied; the message names the reason."""
-
-
-class LayoutMismatch(Exception):
+class LayoutMismatch(MetasimError):
     """A layout is present but cannot be applied to this model; the restore chain tries the next one."""
 
 

@@ -25,18 +25,18 @@ import h5py
 import mujoco
 import numpy as np
 
+from metasim_ros.core.joint_kinds import ONE_DOF_TYPES, dof_slice, kind_of, qpos_slice
 from metasim_ros.core.snapshot.format import set_states_or_mismatch
 from metasim_ros.core.snapshot.io import LayoutMismatch, dataset, read_row, read_text, resolve_index, row_count
-from metasim_ros.core.snapshot.plan import Expected, Plan, dof_width, joint_dof_slice, joint_qpos_slice, qpos_width
+from metasim_ros.core.snapshot.plan import Expected, Plan
+from metasim_ros.core.snapshot.simulation import Simulation
 
 Assignments = dict[int, tuple[np.ndarray, np.ndarray | None]]
-# ints: in MuJoCo 4 `numpy int in (enum, ...)` is False (the enum side of == does not know numpy)
-_ONE_DOF = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
 
 
 def _assignment_plan(
     name: str,
-    handler: Any,
+    handler: Simulation,
     env_id: int,
     count: int,
     index: int,
@@ -49,13 +49,13 @@ def _assignment_plan(
     Restored robot joints get targets holding the restored pose: these layouts carry no
     targets, and servos left on the old ones would pull the robot away at the first step.
     """
-    model, data = handler.model, handler.datas[env_id]
+    model = handler.model
     expected = Expected()
     if any(v is None for _, v in assignments.values()):
         warnings.append("file holds no velocities for some joints; they are set to zero")
     for j, (q, v) in assignments.items():
         expected.qpos[j] = q
-        expected.qvel[j] = np.zeros(dof_width(model, j)) if v is None else v
+        expected.qvel[j] = np.zeros(kind_of(model, j).dof_width) if v is None else v
     targetable = set(handler.target_joint_names)
     hold = {
         r.name: {"dof_pos_target": {n: float(expected.qpos[j][0]) for n, j in held}, "dof_vel_target": {n: 0.0 for n, _ in held}}
@@ -68,18 +68,19 @@ def _assignment_plan(
     def apply() -> None:
         if hold:
             set_states_or_mismatch(handler, {"robots": hold}, env_id)
-        for j in assignments:
-            data.qpos[joint_qpos_slice(model, j)] = expected.qpos[j]
-            data.qvel[joint_dof_slice(model, j)] = expected.qvel[j]
-        if time is not None:
-            data.time = time
+        with handler.editing(env_id) as data:
+            for j in assignments:
+                data.qpos[qpos_slice(model, j)] = expected.qpos[j]
+                data.qvel[dof_slice(model, j)] = expected.qvel[j]
+            if time is not None:
+                data.time = time
 
     return Plan(name, count, resolve_index(index, count, name), apply, expected, warnings)
 
 
 def _positional(model: mujoco.MjModel, qpos: np.ndarray, qvel: np.ndarray | None) -> Assignments:
     return {
-        j: (qpos[joint_qpos_slice(model, j)], None if qvel is None else qvel[joint_dof_slice(model, j)])
+        j: (qpos[qpos_slice(model, j)], None if qvel is None else qvel[dof_slice(model, j)])
         for j in range(model.njnt)
     }
 
@@ -103,7 +104,7 @@ class InitialStateDataStrategy:
             return None
         return {k: list(v.shape) for k, v in g.items() if isinstance(v, h5py.Dataset)}
 
-    def plan(self, f: h5py.File, handler: Any, index: int, env_id: int) -> Plan | None:
+    def plan(self, f: h5py.File, handler: Simulation, index: int, env_id: int) -> Plan | None:
         g = f.get("initial_state_data")
         if not isinstance(g, h5py.Group):
             return None
@@ -151,7 +152,7 @@ class PerObjectStrategy:
         names = sorted(k for k in _per_object_datasets(f) if _PER_OBJECT.match(k))
         return {"datasets": names} if names else None
 
-    def plan(self, f: h5py.File, handler: Any, index: int, env_id: int) -> Plan | None:
+    def plan(self, f: h5py.File, handler: Simulation, index: int, env_id: int) -> Plan | None:
         found = _per_object_datasets(f)
         matches = {k: m for k in found if (m := _PER_OBJECT.match(k))}
         if not matches:
@@ -177,7 +178,7 @@ class PerObjectStrategy:
                     warnings.append(f"'{key}': this scene has {len(robots)} robot(s); skipped")
                     continue
                 info = robots[i]
-                joints = [j for j in info.joint_ids if int(model.jnt_type[j]) in _ONE_DOF]
+                joints = [j for j in info.joint_ids if int(model.jnt_type[j]) in ONE_DOF_TYPES]
                 parts = [(found[key], found.get(f"robot{i}_joint_vel"))]
                 gripper = found.get(f"robot{i}_gripper_qpos")
                 if gripper is not None and _width(found[key]) < len(joints):
@@ -203,7 +204,8 @@ def _width(ds: h5py.Dataset) -> int:
 
 def _check_widths(model: mujoco.MjModel, joints: list[int], parts: list[tuple[h5py.Dataset, h5py.Dataset | None]]) -> None:
     """Refuse datasets wider than the joints they are for, before reading a row of them."""
-    need = {0: sum(qpos_width(model, j) for j in joints), 1: sum(dof_width(model, j) for j in joints)}
+    kinds = [kind_of(model, j) for j in joints]
+    need = {0: sum(k.qpos_width for k in kinds), 1: sum(k.dof_width for k in kinds)}
     for part in parts:
         for which, ds in enumerate(part):
             if ds is not None and _width(ds) > need[which]:
@@ -212,8 +214,8 @@ def _check_widths(model: mujoco.MjModel, joints: list[int], parts: list[tuple[h5
 
 def _split(model: mujoco.MjModel, joints: list[int], qpos: np.ndarray, qvel: np.ndarray | None, key: str) -> Assignments:
     """Cut concatenated per-joint values into assignments, checking the widths add up."""
-    q_widths = [qpos_width(model, j) for j in joints]
-    v_widths = [dof_width(model, j) for j in joints]
+    q_widths = [kind_of(model, j).qpos_width for j in joints]
+    v_widths = [kind_of(model, j).dof_width for j in joints]
     if len(qpos) != sum(q_widths):
         raise LayoutMismatch(f"'{key}' holds {len(qpos)} positions; its joints in this scene need {sum(q_widths)}")
     if qvel is not None and len(qvel) != sum(v_widths):
@@ -254,7 +256,7 @@ class FlattenedStrategy:
             "model_file": "model_file" in demo.attrs,
         }
 
-    def plan(self, f: h5py.File, handler: Any, index: int, env_id: int) -> Plan | None:
+    def plan(self, f: h5py.File, handler: Simulation, index: int, env_id: int) -> Plan | None:
         ds, demo = dataset(f, "initial_state"), None
         if ds is None:
             demo = _first_demo(f)

@@ -15,6 +15,9 @@ import h5py
 import mujoco
 import numpy as np
 
+from metasim_ros.core.joint_kinds import dof_slice, qpos_slice
+from metasim_ros.core.snapshot.simulation import Simulation
+
 
 @dataclasses.dataclass
 class Expected:
@@ -35,9 +38,9 @@ class Expected:
         """Split model-ordered qpos / qvel vectors into per-joint values."""
         exp = cls()
         for j in range(model.njnt):
-            exp.qpos[j] = qpos[joint_qpos_slice(model, j)]
+            exp.qpos[j] = qpos[qpos_slice(model, j)]
             if qvel is not None:
-                exp.qvel[j] = qvel[joint_dof_slice(model, j)]
+                exp.qvel[j] = qvel[dof_slice(model, j)]
         return exp
 
 
@@ -61,41 +64,5 @@ class Strategy(Protocol):
     def describe(self, f: h5py.File) -> dict[str, Any] | None:
         """Counts and facts about this layout in ``f`` (no model needed), None if absent."""
 
-    def plan(self, f: h5py.File, handler: Any, index: int, env_id: int) -> Plan | None:
+    def plan(self, f: h5py.File, handler: Simulation, index: int, env_id: int) -> Plan | None:
         """A ready-to-apply Plan, None if the layout is absent; LayoutMismatch if it does not fit."""
-
-
-_JOINT_QPOS_WIDTH = {
-    mujoco.mjtJoint.mjJNT_FREE: 7,
-    mujoco.mjtJoint.mjJNT_BALL: 4,
-    mujoco.mjtJoint.mjJNT_SLIDE: 1,
-    mujoco.mjtJoint.mjJNT_HINGE: 1,
-}
-_JOINT_DOF_WIDTH = {
-    mujoco.mjtJoint.mjJNT_FREE: 6,
-    mujoco.mjtJoint.mjJNT_BALL: 3,
-    mujoco.mjtJoint.mjJNT_SLIDE: 1,
-    mujoco.mjtJoint.mjJNT_HINGE: 1,
-}
-
-
-def qpos_width(model: mujoco.MjModel, j: int) -> int:
-    """Number of qpos entries of joint ``j``."""
-    return _JOINT_QPOS_WIDTH[mujoco.mjtJoint(model.jnt_type[j])]
-
-
-def dof_width(model: mujoco.MjModel, j: int) -> int:
-    """Number of qvel entries (DOFs) of joint ``j``."""
-    return _JOINT_DOF_WIDTH[mujoco.mjtJoint(model.jnt_type[j])]
-
-
-def joint_qpos_slice(model: mujoco.MjModel, j: int) -> slice:
-    """qpos slice of joint ``j``."""
-    adr = int(model.jnt_qposadr[j])
-    return slice(adr, adr + qpos_width(model, j))
-
-
-def joint_dof_slice(model: mujoco.MjModel, j: int) -> slice:
-    """qvel slice of joint ``j``."""
-    adr = int(model.jnt_dofadr[j])
-    return slice(adr, adr + dof_width(model, j))

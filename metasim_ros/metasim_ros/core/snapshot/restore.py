@@ -1,14 +1,12 @@
 """The restore chain: try each layout in order, apply the first that fits, verify it, or change nothing.
 
-The handler's MjData is copied (``mj_copyData``) before anything is touched and copied back on
-any failure, so a rejected or failed load leaves the simulation bitwise unchanged — derived
-quantities (poses, contacts) included, not only the integration state — and so are the robot
-targets the handler keeps beside MjData (restored first, then MjData with its ctrl).
+Everything runs inside the handler's rollback scope (``Simulation.transaction``): a rejected or
+failed load leaves the simulation bitwise unchanged — derived quantities (poses, contacts) and
+the robot targets the handler keeps beside MjData included.
 """
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import math
 from typing import Any
@@ -17,10 +15,12 @@ import h5py
 import mujoco
 import numpy as np
 
-from metasim_ros.core.snapshot.format import INTEGRATION_STATE, IntegrationStateStrategy, MetaSimTreeStrategy
-from metasim_ros.core.snapshot.io import LayoutMismatch, SnapshotError
+from metasim_ros.core.snapshot.format import IntegrationStateStrategy, MetaSimTreeStrategy
+from metasim_ros.core.errors import SnapshotError
+from metasim_ros.core.snapshot.io import LayoutMismatch
 from metasim_ros.core.snapshot.legacy import FlattenedStrategy, InitialStateDataStrategy, PerObjectStrategy
 from metasim_ros.core.snapshot.plan import Expected, Plan, Strategy
+from metasim_ros.core.snapshot.simulation import Simulation
 
 #: In the order they are tried (DESIGN §7).
 STRATEGIES: tuple[Strategy, ...] = (
@@ -85,7 +85,7 @@ class RestoreReport:
 
 def restore_from_file(
     f: h5py.File,
-    handler: Any,
+    handler: Simulation,
     index: int,
     env_id: int,
     tolerance: float = DEFAULT_TOLERANCE,
@@ -98,17 +98,8 @@ def restore_from_file(
     """
     if not 0 <= env_id < handler.num_envs:
         raise SnapshotError(f"env_id {env_id} out of range: the simulation has {handler.num_envs} env(s)")
-    model, data = handler.model, handler.datas[env_id]
-    backup = copy.copy(data)
-    targets = _targets(handler, env_id)  # handler-side: MjData has no place for them
-
-    def rollback() -> None:
-        if targets:
-            handler.set_states([{"robots": targets}], env_ids=[env_id])
-        mujoco.mj_copyData(data, model, backup)  # after the targets: ctrl exactly as it was
-
     tried: list[str] = []
-    try:
+    with handler.transaction([env_id]) as tx:
         for strategy in STRATEGIES:
             try:
                 plan = strategy.plan(f, handler, index, env_id)
@@ -119,9 +110,9 @@ def restore_from_file(
                         f"{f.filename} ({strategy.name}) holds {plan.count} states, more than max_steps={max_steps}"
                     )
                 plan.apply()
-                _check_magnitude(data)
+                _check_magnitude(handler.synced_data(env_id))
             except LayoutMismatch as exc:
-                rollback()
+                tx.rollback()
                 tried.append(f"{strategy.name}: {exc}")
                 continue
             except SnapshotError:
@@ -130,24 +121,14 @@ def restore_from_file(
                 raise SnapshotError(
                     f"corrupt snapshot {f.filename} ({strategy.name}): {type(exc).__name__}: {exc}"
                 ) from None
-            mujoco.mj_forward(model, data)
             report = _verify(handler, env_id, plan, tolerance)
             report.path, report.env_id, report.tried = str(f.filename), env_id, tried
             if not report.ok:
-                rollback()
+                tx.rollback()
             return report
-    except BaseException:
-        rollback()
-        raise
     if not tried:
         raise SnapshotError(f"no known snapshot layout in {f.filename} (found: {_top_level(f)})")
     raise SnapshotError(f"no layout in {f.filename} fits this model: " + "; ".join(tried))
-
-
-def _targets(handler: Any, env_id: int) -> dict[str, Any]:
-    """The robot targets of one env, as a set_states request."""
-    state = handler.get_states([env_id], render=False)[0]
-    return {r: {k: s[k] for k in ("dof_pos_target", "dof_vel_target")} for r, s in state["robots"].items()}
 
 
 def _check_magnitude(data: mujoco.MjData) -> None:
@@ -163,9 +144,9 @@ def _top_level(f: h5py.File) -> str:
     return ", ".join(names) if names else "an empty file"
 
 
-def _verify(handler: Any, env_id: int, plan: Plan, tolerance: float) -> RestoreReport:
+def _verify(handler: Simulation, env_id: int, plan: Plan, tolerance: float) -> RestoreReport:
     """Compare the simulation after mj_forward with what the file holds."""
-    model, data = handler.model, handler.datas[env_id]
+    model, data = handler.model, handler.synced_data(env_id)
     exp: Expected = plan.expected
     qpos_err = _max_err(data.qpos, exp.qpos, model.jnt_qposadr)
     qvel_err = _max_err(data.qvel, exp.qvel, model.jnt_dofadr)
@@ -174,9 +155,7 @@ def _verify(handler: Any, env_id: int, plan: Plan, tolerance: float) -> RestoreR
     vel_err = _body_vel_err(handler, env_id, exp.body_vel)
     exact = False
     if exp.integration is not None:
-        now = np.empty(mujoco.mj_stateSize(model, INTEGRATION_STATE))
-        mujoco.mj_getState(model, data, now, INTEGRATION_STATE)
-        exact = now.tobytes() == exp.integration.tobytes()
+        exact = handler.capture(env_id).integration.tobytes() == exp.integration.tobytes()
     errors = [e for e in (qpos_err, qvel_err, pos_err, rot_err, vel_err) if e is not None]
     ok = all(e <= tolerance for e in errors)
     warnings = list(plan.warnings)
@@ -216,7 +195,7 @@ def _angle(qa: np.ndarray, qb: np.ndarray) -> float:
     return float(np.linalg.norm(res))
 
 
-def _body_vel_err(handler: Any, env_id: int, expected: dict[str, np.ndarray]) -> float | None:
+def _body_vel_err(handler: Simulation, env_id: int, expected: dict[str, np.ndarray]) -> float | None:
     """Largest error of body [angular, linear] velocities, as the handler itself reads them."""
     if not expected:
         return None

@@ -21,13 +21,12 @@ from typing import NamedTuple, Sequence
 import mujoco
 import numpy as np
 
+from metasim_ros.core.errors import StateValidationError
+from metasim_ros.core.joint_kinds import BALL, FREE, KINDS
 from metasim_ros.core.state.targets import JointTargets
 from metasim_ros.core.state.reader import Gather
 
-_FREE, _BALL = int(mujoco.mjtJoint.mjJNT_FREE), int(mujoco.mjtJoint.mjJNT_BALL)
-_QPOS_WIDTH = {0: 7, 1: 4, 2: 1, 3: 1}
-_DOF_WIDTH = {0: 6, 1: 3, 2: 1, 3: 1}
-_ZERO_POS = {0: [0, 0, 0, 1, 0, 0, 0], 1: [1, 0, 0, 0], 2: [0], 3: [0]}
+_FREE, _BALL = FREE.type, BALL.type  # plain ints for the read loop
 _EMPTY = np.zeros(0)
 _EMPTY.flags.writeable = False
 _JOINT_FIELDS = ("qpos", "qvel", "qfrc_actuator")
@@ -101,7 +100,7 @@ class JointReader:
             r = self._index[reference]
             valid = [t == types[r] for t in types]
         else:
-            raise ValueError(f"reference {reference!r}: not 'target', 'zero' or a joint name")
+            raise StateValidationError("reference", f"{reference!r}: not 'target', 'zero' or a joint name")
         v0, e0 = self._v0, self._e0
         v_idx: list[list[int]] = [[], [], []]
         ref: list[int] = []
@@ -109,16 +108,17 @@ class JointReader:
         groups: list[list[int]] = [[], [], []]
         for j, (name, t, qa, da) in enumerate(zip(self._names, types, self._qadr, self._dadr)):
             if t in (_FREE, _BALL):
-                qs, ds, es = (slice(qa, qa + _QPOS_WIDTH[t]), slice(v0 + da, v0 + da + _DOF_WIDTH[t]),
-                              slice(e0 + da, e0 + da + _DOF_WIDTH[t]))
+                qw, dw = KINDS[t].qpos_width, KINDS[t].dof_width
+                qs, ds, es = (slice(qa, qa + qw), slice(v0 + da, v0 + da + dw),
+                              slice(e0 + da, e0 + da + dw))
                 jref = None
                 if valid[j]:
                     if reference == "zero":
-                        jref = (np.array(_ZERO_POS[t], dtype=float), np.zeros(_DOF_WIDTH[t]))
+                        jref = (np.array(KINDS[t].zero_position, dtype=float), np.zeros(dw))
                     else:  # a joint of the same type
                         r = self._index[reference]
-                        jref = (slice(self._qadr[r], self._qadr[r] + _QPOS_WIDTH[t]),
-                                slice(v0 + self._dadr[r], v0 + self._dadr[r] + _DOF_WIDTH[t]))
+                        jref = (slice(self._qadr[r], self._qadr[r] + qw),
+                                slice(v0 + self._dadr[r], v0 + self._dadr[r] + dw))
                 multi.append((name, t, qs, ds, es, jref))
                 groups[2].append(j)
                 continue

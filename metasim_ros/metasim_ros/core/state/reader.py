@@ -25,14 +25,12 @@ from typing import Any, NamedTuple, Sequence
 import mujoco
 import numpy as np
 
+from metasim_ros.core.joint_kinds import KINDS, ONE_DOF_TYPES
 from metasim_ros.core.state.targets import JointTargets
 from metasim_ros.core.scene.cameras import CameraPoses
 from metasim_ros.core.scene.loading import ModelInfo
 from metasim_ros.core.state.schema import State
 
-_ONE_DOF = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
-_QPOS_WIDTH = {0: 7, 1: 4}
-_DOF_WIDTH = {0: 6, 1: 3}
 _FIELDS = ("qpos", "qvel", "xpos", "xquat", "cvel", "subtree_com")
 # w x r = w[A0]*r[B0] - w[A1]*r[B1], gathered as [2, rows, 3] blocks
 _CROSS_A = np.array([[1, 2, 0], [2, 0, 1]])
@@ -271,12 +269,12 @@ class StateReader:
             first, names, m0 = len(scalar_q), [], len(multi)
             for jid, jname in zip(info.joint_ids, info.joints):
                 qa, da, jt = int(model.jnt_qposadr[jid]), int(model.jnt_dofadr[jid]), int(model.jnt_type[jid])
-                if jt in _ONE_DOF:
+                if jt in ONE_DOF_TYPES:
                     scalar_q.append(qa)
                     scalar_d.append(da)
                     names.append(jname)
                 else:
-                    multi.append((jname, qa, _QPOS_WIDTH[jt], da, _DOF_WIDTH[jt]))
+                    multi.append((jname, qa, KINDS[jt].qpos_width, da, KINDS[jt].dof_width))
             spans.append((slice(first, len(scalar_q)), tuple(names), slice(m0, len(multi))))
         multi_q = [a + k for _, a, w, _, _ in multi for k in range(w)]
         multi_d = [a + k for _, _, _, a, w in multi for k in range(w)]

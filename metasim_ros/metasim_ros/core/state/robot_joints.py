@@ -6,7 +6,7 @@ from typing import Sequence
 import mujoco
 import numpy as np
 
-_ONE_DOF = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+from metasim_ros.core.joint_kinds import ONE_DOF_TYPES
 
 
 class RobotJointArrays:
@@ -18,7 +18,7 @@ class RobotJointArrays:
 
     def __init__(self, model: mujoco.MjModel, joint_names: Sequence[str]) -> None:
         ids = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, n) for n in joint_names]
-        keep = [j for j in ids if j >= 0 and int(model.jnt_type[j]) in _ONE_DOF]
+        keep = [j for j in ids if j >= 0 and int(model.jnt_type[j]) in ONE_DOF_TYPES]
         self.names: list[str] = [model.joint(j).name for j in keep]
         self._qpos = model.jnt_qposadr[keep].astype(np.intp)
         self._dof = model.jnt_dofadr[keep].astype(np.intp)

@@ -17,9 +17,9 @@ from typing import Sequence
 import mujoco
 import numpy as np
 
+from metasim_ros.core.joint_kinds import ONE_DOF_TYPES
 from metasim_ros.core.scene.loading import ModelInfo
 
-_ONE_DOF = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
 _JOINT_TRN = (int(mujoco.mjtTrn.mjTRN_JOINT), int(mujoco.mjtTrn.mjTRN_JOINTINPARENT))
 
 
@@ -59,7 +59,7 @@ class JointTargets:
             start = len(self.joint_ids)
             for jid, jname in zip(robot.joint_ids, robot.joints):
                 acts = drivers.get(jid, [])
-                if int(model.jnt_type[jid]) not in _ONE_DOF or len(acts) != 1:
+                if int(model.jnt_type[jid]) not in ONE_DOF_TYPES or len(acts) != 1:
                     continue
                 a = acts[0]
                 if _servo_gain(model, a) is not None:

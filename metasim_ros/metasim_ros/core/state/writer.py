@@ -22,14 +22,12 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from metasim_ros.core.joint_kinds import BALL, KINDS, ONE_DOF_TYPES
 from metasim_ros.core.state.targets import JointTargets
 from metasim_ros.core.errors import StateValidationError
 from metasim_ros.core.state.schema import (BODY_KEYS, CAMERA_KEYS, MAX_ABS_VALUE, MODEL_KEYS, ROBOT_KEYS, SECTIONS,
                                     TARGET_KEYS, as_array, as_mapping, as_quat, as_scalar)
 from metasim_ros.core.state.reader import ModelLayout, StateReader
-
-_ONE_DOF = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
-_BALL = int(mujoco.mjtJoint.mjJNT_BALL)
 
 
 @dataclass
@@ -190,15 +188,15 @@ class StateWriter:
             jid, jkey = joints[name], f"{key}.{name}"
             jtype = int(m.jnt_type[jid])
             if velocity:
-                width = 1 if jtype in _ONE_DOF else (3 if jtype == _BALL else 6)
+                width = KINDS[jtype].dof_width
                 adr = m.jnt_dofadr[jid]
                 plan.new_qvel()[adr:adr + width] = (as_scalar(value, jkey) if width == 1
                                                     else as_array(value, (width,), jkey))
                 continue
             adr = m.jnt_qposadr[jid]
-            if jtype in _ONE_DOF:
+            if jtype in ONE_DOF_TYPES:
                 plan.new_qpos()[adr] = as_scalar(value, jkey)
-            elif jtype == _BALL:
+            elif jtype == BALL.type:
                 plan.new_qpos()[adr:adr + 4] = as_quat(value, jkey)
             else:  # a free joint below the root: [x, y, z, qw, qx, qy, qz]
                 arr = as_array(value, (7,), jkey)

@@ -1,0 +1,127 @@
+"""The simulation as the node's parts see it: brief locked access and one run state.
+
+Every part of the node (periodic topics, services, cameras, and the publishers to come)
+receives one `SimulationAccess`. It holds the handler only through `locked()`, reads
+immutable facts (model, names) through `handler`, and changes the run state (paused,
+halted by a divergence, the divergence log) only through the methods here, so that
+state has one owner and every report is derived from it.
+"""
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from metasim_ros.core.sim.handler import MujocoHandler
+from metasim_ros.core.sim.physics_loop import PhysicsLoop
+
+#: What the node does when the physics of an env blows up.
+DIVERGENCE_POLICIES = ("reset", "pause")
+
+
+class SimulationAccess:
+    """The handler, its physics loop, and the run state, behind one object."""
+
+    def __init__(self, handler: MujocoHandler, real_time_factor: float, *,
+                 on_divergence: str = "reset",
+                 log_error: Callable[[str], None] = lambda _text: None) -> None:
+        """log_error: where divergences are reported (the node's logger)."""
+        self.handler = handler
+        self.on_divergence = on_divergence
+        self._log_error = log_error
+        self._halted = False
+        self._divergences: list[str] = []
+        self._state_lock = threading.Lock()
+        self._on_change: list[Callable[[], None]] = []
+        self.loop = PhysicsLoop(handler, real_time_factor, on_diverged=self._diverged)
+
+    # -- holding the simulation ----------------------------------------------------
+    @contextmanager
+    def locked(self) -> Iterator[MujocoHandler]:
+        """Hold the simulation exclusively; the physics thread yields before its next
+        batch. Keep the hold short: copy what you need, then work outside."""
+        with self.loop.access():
+            yield self.handler
+
+    def sim_time(self, env_id: int = 0) -> float:
+        """Sim time of one env, read under the lock."""
+        with self.loop.access():
+            return self.handler.sim_time(env_id)
+
+    def on_change(self, callback: Callable[[], None]) -> None:
+        """Call `callback` whenever a request changed the state (publishers refresh)."""
+        self._on_change.append(callback)
+
+    def changed(self) -> None:
+        """Tell the parts that publish the state that a request changed it."""
+        for callback in self._on_change:
+            callback()
+
+    # -- run state -----------------------------------------------------------------
+    @property
+    def paused(self) -> bool:
+        """True while physics does not advance on its own (paused or halted)."""
+        return self.loop.paused
+
+    @property
+    def halted(self) -> bool:
+        """Paused by a divergence, until resumed or reset."""
+        return self._halted
+
+    @property
+    def divergences(self) -> list[str]:
+        """Every divergence seen, oldest first (a copy)."""
+        with self._state_lock:
+            return list(self._divergences)
+
+    def pause(self, paused: bool) -> None:
+        """Pause, or resume (which also clears a halt)."""
+        self.loop.pause(paused)
+        if not paused:
+            self._halted = False
+
+    def reset(self) -> None:
+        """Every env back to the initial state; clears a halt."""
+        with self.locked() as h:
+            h.reset()
+        self._halted = False
+        self.changed()
+
+    def step(self, n: int) -> float:
+        """Advance exactly n steps now (the loop keeps out); return the new sim time."""
+        self.loop.step_now(n)
+        self.changed()
+        return self.sim_time()
+
+    def status(self) -> tuple[bool, str]:
+        """(healthy, one paragraph): derived from the loop and the handler, not cached."""
+        t = self.sim_time()
+        loop = self.loop
+        run = "paused" if loop.paused else f"running at real-time factor {loop.real_time_factor:g}"
+        divergences = self.divergences
+        text = (f"{run}; sim time {t:.6f} s; {self.handler.num_envs} env(s); "
+                f"{len(divergences)} divergence(s)")
+        if divergences:
+            text += f"; last: {divergences[-1]}"
+        if self._halted:
+            text = "HALTED by a divergence; " + text
+        if not loop.alive and loop.started:
+            text = "STOPPED: the physics thread is not running; " + text
+        return not self._halted and (loop.alive or not loop.started), text
+
+    def _diverged(self, events: dict[int, str]) -> None:
+        """MuJoCo found NaN/Inf/huge values and reset the env to model defaults; apply
+        the policy on top, and say so on the log and in status()."""
+        envs = sorted(events)
+        if self.on_divergence == "pause":
+            self.loop.pause(True)
+            self._halted = True
+            action = "simulation paused (~/reset or ~/load_snapshot, then ~/pause false)"
+        else:
+            with self.locked() as h:
+                h.reset(env_ids=envs)
+            action = f"env(s) {envs} reset to the initial state"
+        with self._state_lock:
+            self._divergences += [f"env {e}: {events[e]}; {action}" for e in envs]
+        self._log_error(f"physics diverged: {'; '.join(events[e] for e in envs)}; {action}")
+        self.changed()

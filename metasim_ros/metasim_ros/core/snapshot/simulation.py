@@ -1,0 +1,51 @@
+"""What snapshot code needs of a simulation: the handler's operations, as a Protocol.
+
+Snapshot code sits above the simulation layer and reaches MjData only through these
+operations (implemented by core.sim.handler.MujocoHandler), so it never writes around
+the handler's bookkeeping (targets, staleness) and every restore can be rolled back.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+import mujoco
+
+from metasim_ros.core.scene.loading import ModelInfo
+from metasim_ros.core.sim.handler import PhysicsState, Transaction
+from metasim_ros.core.state.schema import State
+
+
+class Simulation(Protocol):
+    """The handler as snapshot code sees it."""
+
+    scene_xml: str
+    models: list[ModelInfo]
+    robots: list[ModelInfo]
+
+    @property
+    def model(self) -> mujoco.MjModel: ...
+
+    @property
+    def num_envs(self) -> int: ...
+
+    @property
+    def target_joint_names(self) -> list[str]: ...
+
+    def synced_data(self, env_id: int) -> mujoco.MjData: ...
+
+    def editing(self, env_id: int) -> AbstractContextManager[mujoco.MjData]: ...
+
+    def capture(self, env_id: int) -> PhysicsState: ...
+
+    def restore(self, env_id: int, state: PhysicsState) -> None: ...
+
+    def transaction(self, env_ids: Sequence[int] | None = None) -> AbstractContextManager[Transaction]: ...
+
+    def get_states(self, env_ids: Sequence[int] | None = None, *, render: bool = True) -> list[State]: ...
+
+    def set_states(self, states: Sequence[Any], env_ids: Sequence[int] | None = None) -> None: ...
+
+
+__all__ = ["PhysicsState", "Simulation"]
