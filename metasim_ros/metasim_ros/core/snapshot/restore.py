@@ -9,27 +9,17 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
 
 import h5py
 import mujoco
 import numpy as np
 
-from metasim_ros.core.snapshot.format import IntegrationStateStrategy, MetaSimTreeStrategy
 from metasim_ros.core.errors import SnapshotError
 from metasim_ros.core.snapshot.io import LayoutMismatch
-from metasim_ros.core.snapshot.legacy import FlattenedStrategy, InitialStateDataStrategy, PerObjectStrategy
-from metasim_ros.core.snapshot.plan import Expected, Plan, Strategy
+from metasim_ros.core.snapshot.plan import Expected, Plan
+from metasim_ros.core.snapshot.strategies import STRATEGIES
 from metasim_ros.core.snapshot.simulation import Simulation
 
-#: In the order they are tried (DESIGN §7).
-STRATEGIES: tuple[Strategy, ...] = (
-    IntegrationStateStrategy(),
-    MetaSimTreeStrategy(),
-    InitialStateDataStrategy(),
-    PerObjectStrategy(),
-    FlattenedStrategy(),
-)
 
 #: Default verification tolerance: radians / metres / (rad|m)/s. Exact layouts reach 0.
 DEFAULT_TOLERANCE = 1e-6

@@ -26,7 +26,7 @@ import mujoco
 import numpy as np
 
 from metasim_ros.core.joint_kinds import ONE_DOF_TYPES, dof_slice, kind_of, qpos_slice
-from metasim_ros.core.snapshot.format import set_states_or_mismatch
+from metasim_ros.core.snapshot.strategies.own import set_states_or_mismatch
 from metasim_ros.core.snapshot.io import LayoutMismatch, dataset, read_row, read_text, resolve_index, row_count
 from metasim_ros.core.snapshot.plan import Expected, Plan
 from metasim_ros.core.snapshot.simulation import Simulation
