@@ -36,6 +36,8 @@ from rclpy.parameter import Parameter
 #: Largest ROS integer parameter (int64): the upper end of ranges with no upper bound.
 _INT64_MAX = 2**63 - 1
 _RATE_MAX = 10_000.0   # Hz
+#: Slowest rate: one message per 100 s (slower ones would overflow timed waits)
+_RATE_MIN = 0.01
 
 
 def _default_snapshot_dir() -> str:
@@ -64,7 +66,6 @@ class Param:
     dynamic: bool = False            # may change while the node runs
     low: float | int | None = None
     high: float | int | None = None
-    low_open: bool = False           # `low` itself is refused (rates: > 0)
     choices: tuple[str, ...] | None = None
     resolve: Callable[[Any], Any] | None = None   # start-up value -> attribute value
 
@@ -78,9 +79,9 @@ class Param:
         if self.choices:
             return "one of: " + ", ".join(self.choices)
         if self.low is not None and self.high is not None:
-            return f"in {'(' if self.low_open else '['}{_num(self.low)}, {_num(self.high)}]"
+            return f"in [{_num(self.low)}, {_num(self.high)}]"
         if self.low is not None:
-            return f"{'more than' if self.low_open else 'at least'} {_num(self.low)}"
+            return f"at least {_num(self.low)}"
         return ""
 
     def summary(self) -> str:
@@ -108,7 +109,7 @@ class Param:
             return f"must be a {kind.__name__}, got {type(value).__name__}"
         if self.choices is not None and value not in self.choices:
             return f"must be {self.constraint()}"
-        if self.low is not None and (value <= self.low if self.low_open else value < self.low):
+        if self.low is not None and value < self.low:
             return f"must be {self.constraint()}"
         if self.high is not None and value > self.high:
             return f"must be {self.constraint()}"
@@ -136,7 +137,7 @@ def _p(default: Any, description: str, **declaration: Any) -> Any:
     return field(default=default, metadata={"param": spec})
 
 
-_RATE = {"dynamic": True, "low": 0.0, "high": _RATE_MAX, "low_open": True}
+_RATE = {"dynamic": True, "low": _RATE_MIN, "high": _RATE_MAX}
 
 
 @dataclass

@@ -85,7 +85,8 @@ class SimNode(Node):
             f"/clock, {self.resolve_topic_name('joint_states')}, "
             f"{self.resolve_topic_name('~/world_state')}, /tf, cameras under "
             f"{self.get_fully_qualified_name()}/<camera>/ on "
-            f"ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID', '0')}")
+            f"ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID', '0')}; "
+            f"{parameters.startup_summary(p)}")
 
     def shutdown(self) -> None:
         """Stop cameras and physics (in that order: cameras read the simulation)."""

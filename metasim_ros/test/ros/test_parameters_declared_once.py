@@ -107,11 +107,7 @@ def test_numeric_bounds(p):
     step = 1 if p.kind is int else p.low * 1e-9 + 1e-9
     assert p.name in _refusal(p.name, p.kind(-1))
     assert p.name in _refusal(p.name, p.kind(p.low - step))
-    if p.low_open:
-        assert p.name in _refusal(p.name, p.kind(p.low))
-        assert _accepted(p.name, p.kind(p.low + step))
-    else:
-        assert _accepted(p.name, p.kind(p.low))
+    assert _accepted(p.name, p.kind(p.low))
     if p.kind is float:
         assert p.high is not None, f"{p.name}: every float parameter is bounded"
     if p.high is not None:
@@ -123,12 +119,12 @@ def test_numeric_bounds(p):
 def test_the_required_ranges():
     def rng(name):
         p = next(p for p in decl.PARAMS if p.name == name)
-        return p.low, p.high, p.low_open
-    assert rng("real_time_factor") == (0.0, 1e6, False)
+        return p.low, p.high
+    assert rng("real_time_factor") == (0.0, 1e6)
     for name in ("clock_rate", "joint_state_rate", "world_state_rate", "tf_rate", "camera_rate"):
-        assert rng(name) == (0.0, 10000.0, True), name
-    assert rng("num_envs") == (1, 1024, False)
-    assert rng("camera_width") == rng("camera_height") == (1, 8192, False)
+        assert rng(name) == (0.01, 10000.0), name  # slower: timed waits overflow
+    assert rng("num_envs") == (1, 1024)
+    assert rng("camera_width") == rng("camera_height") == (1, 8192)
     for name in ("snapshot_max_bytes", "snapshot_max_steps", "step_limit"):
         assert rng(name)[0] == 1, name
 
