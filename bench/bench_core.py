@@ -1,3 +1,5 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """Core costs as ratios measured in one run: get_states vs mj_step, and vs a naive reader.
 
 Run: python bench/bench_core.py   (no ROS, no GL needed: render=False throughout)
@@ -6,6 +8,7 @@ one mj_objectVelocity call per body, per-joint Python lookups. get_states builds
 model's `body` lazily (core.state_reader.BodyMap), so it is also timed with every body
 read, as a consumer of all of them (the WorldState publisher) pays.
 """
+
 from __future__ import annotations
 
 import copy
@@ -31,12 +34,20 @@ def naive_state(h: MujocoHandler, data: mujoco.MjData) -> dict:
             b = data.body(name)
             v6 = np.zeros(6)
             mujoco.mj_objectVelocity(m, data, mujoco.mjtObj.mjOBJ_BODY, b.id, v6, 0)
-            bodies[name] = {"pos": b.xpos.copy(), "rot": b.xquat.copy(), "vel": v6[3:].copy(),
-                            "ang_vel": v6[:3].copy()}
+            bodies[name] = {
+                "pos": b.xpos.copy(),
+                "rot": b.xquat.copy(),
+                "vel": v6[3:].copy(),
+                "ang_vel": v6[:3].copy(),
+            }
         root = dict(bodies[info.bodies[0]])
         if info.free:
             j = data.joint(info.free_joint)
-            root["pos"], root["rot"], root["vel"] = j.qpos[:3].copy(), j.qpos[3:].copy(), j.qvel[:3].copy()
+            root["pos"], root["rot"], root["vel"] = (
+                j.qpos[:3].copy(),
+                j.qpos[3:].copy(),
+                j.qvel[:3].copy(),
+            )
         dof_pos, dof_vel = {}, {}
         for name in info.joints:
             j = data.joint(name)
@@ -53,8 +64,12 @@ def naive_state(h: MujocoHandler, data: mujoco.MjData) -> dict:
         ext = np.eye(4)
         ext[:3, :3] = rot.T
         ext[:3, 3] = -rot.T @ cam.xpos
-        out["cameras"][m.camera(c).name] = {"pos": cam.xpos.copy(), "look_at": cam.xpos + rot[:, 2],
-                                            "intrinsic": np.eye(3), "extrinsic": ext}
+        out["cameras"][m.camera(c).name] = {
+            "pos": cam.xpos.copy(),
+            "look_at": cam.xpos + rot[:, 2],
+            "intrinsic": np.eye(3),
+            "extrinsic": ext,
+        }
     return out
 
 
@@ -95,19 +110,31 @@ def main() -> None:
     print(f"mj_step                      {step:8.2f} us")
     print(f"handler.step(n=1)            {stepped:8.2f} us   = {stepped / step:5.2f} x mj_step")
     print(f"get_states  1 env            {get1:8.2f} us   = {get1 / step:5.2f} x mj_step")
-    print(f"get_states 16 envs           {get16:8.2f} us   = {get16 / step:5.2f} x mj_step "
-          f"({get16 / 16 / step:.2f} x per env)")
+    print(
+        f"get_states 16 envs           {get16:8.2f} us   = {get16 / step:5.2f} x mj_step "
+        f"({get16 / 16 / step:.2f} x per env)"
+    )
     print(f"  + every body read  1 env   {full1:8.2f} us   = {full1 / step:5.2f} x mj_step")
-    print(f"  + every body read 16 envs  {full16:8.2f} us   = {full16 / step:5.2f} x mj_step "
-          f"({full16 / 16 / step:.2f} x per env)")
+    print(
+        f"  + every body read 16 envs  {full16:8.2f} us   = {full16 / step:5.2f} x mj_step "
+        f"({full16 / 16 / step:.2f} x per env)"
+    )
     print(f"naive       1 env            {naive1:8.2f} us   = {naive1 / step:5.2f} x mj_step")
     print(f"naive      16 envs           {naive16:8.2f} us   = {naive16 / step:5.2f} x mj_step")
-    print(f"speed-up over naive          {naive1 / get1:8.2f} x (1 env)   {naive16 / get16:.2f} x (16 envs)")
-    print(f"speed-up over naive, every body read   {naive1 / full1:.2f} x (1 env)   {naive16 / full16:.2f} x (16 envs)")
+    print(
+        f"speed-up over naive          {naive1 / get1:8.2f} x (1 env)   {naive16 / get16:.2f} x (16 envs)"
+    )
+    print(
+        f"speed-up over naive, every body read   {naive1 / full1:.2f} x (1 env)   {naive16 / full16:.2f} x (16 envs)"
+    )
     print(f"joint_states 1 env           {joints1:8.2f} us   = {joints1 / step:5.2f} x mj_step")
-    print(f"joint_states 16 envs         {joints16:8.2f} us   = {joints16 / step:5.2f} x mj_step "
-          f"({joints16 / 16 / step:.2f} x per env)")
-    print(f"set_states 16 envs (full)    {set16:8.2f} us   = {set16 / 16 / step:5.2f} x mj_step per env")
+    print(
+        f"joint_states 16 envs         {joints16:8.2f} us   = {joints16 / step:5.2f} x mj_step "
+        f"({joints16 / 16 / step:.2f} x per env)"
+    )
+    print(
+        f"set_states 16 envs (full)    {set16:8.2f} us   = {set16 / 16 / step:5.2f} x mj_step per env"
+    )
 
 
 if __name__ == "__main__":

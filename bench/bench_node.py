@@ -1,8 +1,11 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """sim_node over DDS: physics rate vs raw MuJoCo, service latency, camera streaming.
 
 Prints ratios measured in one run (this machine's absolute numbers mean little).
 Run with `make bench` (or inside `. tools/env.sh`).
 """
+
 from __future__ import annotations
 
 import os
@@ -27,7 +30,7 @@ from sensor_msgs.msg import Image  # noqa: E402
 
 from metasim_ros.scenes import default_scene_path  # noqa: E402
 
-WINDOW = 3.0   # seconds of wall time per rate measurement
+WINDOW = 3.0  # seconds of wall time per rate measurement
 
 
 def raw_steps_per_second(seconds: float = 2.0) -> float:
@@ -43,11 +46,18 @@ def raw_steps_per_second(seconds: float = 2.0) -> float:
 
 
 def start_node(**params) -> subprocess.Popen:
-    script = next(Path(p) / "lib/metasim_ros/sim_node" for p in os.environ["AMENT_PREFIX_PATH"].split(":")
-                  if (Path(p) / "lib/metasim_ros/sim_node").exists())
+    script = next(
+        Path(p) / "lib/metasim_ros/sim_node"
+        for p in os.environ["AMENT_PREFIX_PATH"].split(":")
+        if (Path(p) / "lib/metasim_ros/sim_node").exists()
+    )
     args = [a for k, v in params.items() for a in ("-p", f"{k}:={v}")]
-    return subprocess.Popen([sys.executable, str(script), "--ros-args", *args],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, str(script), "--ros-args", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 def stop_node(p: subprocess.Popen) -> None:
@@ -125,8 +135,10 @@ def main() -> None:
         setc = probe.node.create_client(SetStates, "/sim_node/set_states")
         probe.wait_service(get)
         node_rate = probe.sim_rate(timestep)
-        print(f"raw mj_step: {raw:,.0f} steps/s; sim_node (rtf 0, all publishers at defaults): "
-              f"{node_rate:,.0f} steps/s; ratio {node_rate / raw:.2f} (target >= 0.9)")
+        print(
+            f"raw mj_step: {raw:,.0f} steps/s; sim_node (rtf 0, all publishers at defaults): "
+            f"{node_rate:,.0f} steps/s; ratio {node_rate / raw:.2f} (target >= 0.9)"
+        )
 
         for name, client, req in (("get_states", get, GetStates.Request()),):
             lat = []
@@ -134,8 +146,10 @@ def main() -> None:
                 t0 = time.perf_counter()
                 res = probe.call(client, req)
                 lat.append(time.perf_counter() - t0)
-            print(f"{name} round trip over DDS: p50 {np.percentile(lat, 50) * 1e3:.2f} ms, "
-                  f"p99 {np.percentile(lat, 99) * 1e3:.2f} ms (while physics runs at rtf 0)")
+            print(
+                f"{name} round trip over DDS: p50 {np.percentile(lat, 50) * 1e3:.2f} ms, "
+                f"p99 {np.percentile(lat, 99) * 1e3:.2f} ms (while physics runs at rtf 0)"
+            )
         set_req = SetStates.Request(states=res.states)
         lat = []
         for _ in range(200):
@@ -143,27 +157,31 @@ def main() -> None:
             ok = probe.call(setc, set_req).success
             lat.append(time.perf_counter() - t0)
         assert ok
-        print(f"set_states round trip over DDS: p50 {np.percentile(lat, 50) * 1e3:.2f} ms, "
-              f"p99 {np.percentile(lat, 99) * 1e3:.2f} ms (full state of every model)")
+        print(
+            f"set_states round trip over DDS: p50 {np.percentile(lat, 50) * 1e3:.2f} ms, "
+            f"p99 {np.percentile(lat, 99) * 1e3:.2f} ms (full state of every model)"
+        )
 
         frames = []
         probe.node.create_subscription(Image, "/sim_node/camera0/image_raw", frames.append, 2)
-        probe.spin_for(3.0)   # renderer start-up
+        probe.spin_for(3.0)  # renderer start-up
         frames.clear()
         c0, t0 = probe.clock, time.monotonic()
         probe.spin_for(WINDOW)
         wall = time.monotonic() - t0
         cam_rate = (probe.clock - c0) / timestep / wall
-        print(f"camera0 640x480 rgb+depth: {len(frames) / wall:.1f} frames/s received "
-              f"(camera_rate 15); physics meanwhile {cam_rate:,.0f} steps/s = "
-              f"{cam_rate / node_rate:.2f} of the rate without a camera subscriber")
+        print(
+            f"camera0 640x480 rgb+depth: {len(frames) / wall:.1f} frames/s received "
+            f"(camera_rate 15); physics meanwhile {cam_rate:,.0f} steps/s = "
+            f"{cam_rate / node_rate:.2f} of the rate without a camera subscriber"
+        )
     finally:
         stop_node(node)
         rclpy.try_shutdown()
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1:   # e.g. bench_node.py tf_rate=1.0 world_state_rate=1.0
+    if len(sys.argv) > 1:  # e.g. bench_node.py tf_rate=1.0 world_state_rate=1.0
         quick_ratio(**dict(a.split("=", 1) for a in sys.argv[1:]))
     else:
         main()

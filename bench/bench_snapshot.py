@@ -1,3 +1,5 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """Snapshot save/load cost, measured in one run on the default scene.
 
 Prints: save and load times for a single state and a 10,000-step trajectory, file sizes, and
@@ -73,16 +75,24 @@ def main() -> None:
         load_mid = median_time(lambda: load_snapshot(h, traj, index=STEPS // 2), 10)
         sizes = single.stat().st_size, traj.stat().st_size
 
-    print(f"scene: default (nq={m.nq}, nv={m.nv}, integration state {state.size} doubles); MuJoCo {mujoco.__version__}")
+    print(
+        f"scene: default (nq={m.nq}, nv={m.nv}, integration state {state.size} doubles); MuJoCo {mujoco.__version__}"
+    )
     print(f"raw mj_step:                       {step_s * 1e6:9.1f} us")
-    print(f"single state  save:                {save_single * 1e3:9.2f} ms   ({sizes[0] / 1024:.0f} KiB)")
+    print(
+        f"single state  save:                {save_single * 1e3:9.2f} ms   ({sizes[0] / 1024:.0f} KiB)"
+    )
     print(f"single state  load+verify:         {load_single * 1e3:9.2f} ms")
     print(f"  raw mj_setState + mj_forward:    {raw * 1e6:9.1f} us")
     print(f"{STEPS}-step trajectory record:     {record_s:9.2f} s    (step + capture_state)")
-    print(f"{STEPS}-step trajectory save:       {save_traj:9.2f} s    ({sizes[1] / 2**20:.1f} MiB, MetaSim tree per step)")
+    print(
+        f"{STEPS}-step trajectory save:       {save_traj:9.2f} s    ({sizes[1] / 2**20:.1f} MiB, MetaSim tree per step)"
+    )
     print(f"{STEPS}-step trajectory load [-1]:  {load_last * 1e3:9.2f} ms")
     print(f"{STEPS}-step trajectory load [T/2]: {load_mid * 1e3:9.2f} ms")
-    print(f"restore / mj_step: load_snapshot {load_single / step_s:.0f}x, raw restore {raw / step_s:.1f}x")
+    print(
+        f"restore / mj_step: load_snapshot {load_single / step_s:.0f}x, raw restore {raw / step_s:.1f}x"
+    )
 
 
 if __name__ == "__main__":

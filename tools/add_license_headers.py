@@ -13,6 +13,7 @@ nothing, lists the files without the header and exits 1 if there are any.
 
 HEADER is the one definition of the header: metasim_ros/test/test_lint.py reads it from here.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,10 +23,7 @@ import sys
 from pathlib import Path
 
 #: The license header, exactly as it must appear (one comment line each).
-HEADER = (
-    "# Copyright 2026 metasim_ros developers\n"
-    "# SPDX-License-Identifier: Apache-2.0\n"
-)
+HEADER = "# Copyright 2026 metasim_ros developers\n# SPDX-License-Identifier: Apache-2.0\n"
 #: Directories (relative to the repository root) whose Python files carry the header.
 DIRS = ("metasim_ros", "bench", "tools")
 #: Never searched when walking the tree without git.
@@ -41,7 +39,10 @@ def python_files(root: Path = REPO_ROOT) -> list[Path]:
     try:
         out = subprocess.run(
             ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", *DIRS],
-            cwd=root, capture_output=True, check=True, timeout=60,
+            cwd=root,
+            capture_output=True,
+            check=True,
+            timeout=60,
         ).stdout
     except (OSError, subprocess.SubprocessError):
         files = set()
@@ -77,7 +78,7 @@ def has_header(text: str) -> bool:
     """Tell whether ``text`` carries HEADER right after its shebang / coding lines."""
     lines = text.splitlines(keepends=True)
     n = _preamble_length(lines)
-    return "".join(lines[n:n + HEADER.count("\n")]) == HEADER
+    return "".join(lines[n : n + HEADER.count("\n")]) == HEADER
 
 
 def with_header(text: str) -> str:
@@ -94,13 +95,14 @@ def with_header(text: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Add the header where it is missing (or, with --check, only list those files)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true",
-                        help="change nothing; exit 1 if any file lacks the header")
+    parser.add_argument(
+        "--check", action="store_true", help="change nothing; exit 1 if any file lacks the header"
+    )
     parser.add_argument("root", nargs="?", type=Path, default=REPO_ROOT, help="repository root")
     args = parser.parse_args(argv)
     missing = []
     for path in python_files(args.root):
-        text = path.read_bytes().decode("utf-8")   # line endings as they are
+        text = path.read_bytes().decode("utf-8")  # line endings as they are
         if has_header(text):
             continue
         missing.append(path)

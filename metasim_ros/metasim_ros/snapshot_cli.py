@@ -1,3 +1,5 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """``metasim-snapshot``: inspect, verify, convert and record HDF5 snapshots from a shell.
 
 Failures print one line on stderr and exit 1 (no traceback); usage errors exit 2.
@@ -28,12 +30,16 @@ def _inspect(args: argparse.Namespace) -> int:
     info = inspect_snapshot(args.file)
     print(json.dumps(info, indent=2, default=str))
     if not info["layouts"]:
-        raise SnapshotError(f"no known snapshot layout in {args.file} (top level: {info['top_level']})")
+        raise SnapshotError(
+            f"no known snapshot layout in {args.file} (top level: {info['top_level']})"
+        )
     return 0
 
 
 def _verify(args: argparse.Namespace) -> int:
-    report = load_snapshot(MujocoHandler(args.scene), args.file, index=args.index, tolerance=args.tolerance)
+    report = load_snapshot(
+        MujocoHandler(args.scene), args.file, index=args.index, tolerance=args.tolerance
+    )
     print(report.summary())
     if not report.ok:
         raise SnapshotError(f"{args.file}: verification exceeded tolerance {args.tolerance:g}")
@@ -41,9 +47,13 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _convert(args: argparse.Namespace) -> int:
-    reports = convert_snapshot(MujocoHandler(args.scene), args.src, args.dst, tolerance=args.tolerance, progress=True)
+    reports = convert_snapshot(
+        MujocoHandler(args.scene), args.src, args.dst, tolerance=args.tolerance, progress=True
+    )
     worst = max(max(r.max_qpos_error, r.max_qvel_error) for r in reports)
-    print(f"converted {len(reports)} state(s) from {args.src} via '{reports[0].strategy}' to {args.dst}")
+    print(
+        f"converted {len(reports)} state(s) from {args.src} via '{reports[0].strategy}' to {args.dst}"
+    )
     print(f"max qpos/qvel error over all states: {worst:.3g}")
     return 0
 
@@ -67,15 +77,25 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     def scene(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--scene", default=None, help="MJCF/URDF scene (default: the embedded default scene)")
-        sp.add_argument("--tolerance", type=float, default=1e-6, help="verification tolerance (default 1e-6)")
+        sp.add_argument(
+            "--scene", default=None, help="MJCF/URDF scene (default: the embedded default scene)"
+        )
+        sp.add_argument(
+            "--tolerance", type=float, default=1e-6, help="verification tolerance (default 1e-6)"
+        )
 
-    sp = sub.add_parser("inspect", help="show the layouts, model signature and counts found in a file")
+    sp = sub.add_parser(
+        "inspect", help="show the layouts, model signature and counts found in a file"
+    )
     sp.add_argument("file")
     sp.set_defaults(run=_inspect)
-    sp = sub.add_parser("verify", help="restore a file into a fresh simulation and print the report")
+    sp = sub.add_parser(
+        "verify", help="restore a file into a fresh simulation and print the report"
+    )
     sp.add_argument("file")
-    sp.add_argument("--index", type=int, default=-1, help="state to restore (negative from the end)")
+    sp.add_argument(
+        "--index", type=int, default=-1, help="state to restore (negative from the end)"
+    )
     scene(sp)
     sp.set_defaults(run=_verify)
     sp = sub.add_parser("convert", help="rewrite a file of any known layout in the own format")
@@ -99,10 +119,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("metasim-snapshot: interrupted", file=sys.stderr)
         return 130
-    except Exception as exc:  # a CLI reports, it does not dump tracebacks (scene parse errors, I/O, ...)
+    except (
+        Exception
+    ) as exc:  # a CLI reports, it does not dump tracebacks (scene parse errors, I/O, ...)
         known = isinstance(exc, (SnapshotError, StateValidationError, OSError))
         message = " ".join(str(exc).split()) or type(exc).__name__
-        print(f"metasim-snapshot: error: {message if known else f'{type(exc).__name__}: {message}'}", file=sys.stderr)
+        print(
+            f"metasim-snapshot: error: {message if known else f'{type(exc).__name__}: {message}'}",
+            file=sys.stderr,
+        )
         return 1
 
 

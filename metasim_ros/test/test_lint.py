@@ -7,6 +7,7 @@ The ruff settings are in ruff.toml at the repository root; the ruff version is p
 requirements.txt. The header is defined once, in tools/add_license_headers.py (which also
 adds it: ``python tools/add_license_headers.py``).
 """
+
 from __future__ import annotations
 
 import re
@@ -30,8 +31,12 @@ def header_tool() -> dict:
 
 def _ruff_version() -> str:
     try:
-        out = subprocess.run([sys.executable, "-m", "ruff", "--version"], capture_output=True,
-                             text=True, timeout=RUFF_TIMEOUT)
+        out = subprocess.run(
+            [sys.executable, "-m", "ruff", "--version"],
+            capture_output=True,
+            text=True,
+            timeout=RUFF_TIMEOUT,
+        )
     except (OSError, subprocess.SubprocessError) as exc:
         return f"unknown ({exc})"
     return out.stdout.strip() or out.stderr.strip()
@@ -39,21 +44,33 @@ def _ruff_version() -> str:
 
 def test_ruff_finds_nothing() -> None:
     pinned = re.search(r"^ruff==(\S+)", (ROOT / "requirements.txt").read_text(), re.M)
-    cmd = [sys.executable, "-m", "ruff", "check", "--no-cache", "--output-format", "concise",
-           "--config", str(ROOT / "ruff.toml"), str(ROOT)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "ruff",
+        "check",
+        "--no-cache",
+        "--output-format",
+        "concise",
+        "--config",
+        str(ROOT / "ruff.toml"),
+        str(ROOT),
+    ]
     try:
-        result = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
-                                timeout=RUFF_TIMEOUT)
+        result = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=RUFF_TIMEOUT)
     except subprocess.TimeoutExpired:
         pytest.fail(f"ruff check took more than {RUFF_TIMEOUT:g} s: {' '.join(cmd)}")
     if "No module named ruff" in result.stderr:
-        pytest.fail(f"ruff is not installed for {sys.executable}; it is pinned in "
-                    "requirements.txt (run tools/bootstrap.sh, or pip install it)")
+        pytest.fail(
+            f"ruff is not installed for {sys.executable}; it is pinned in "
+            "requirements.txt (run tools/bootstrap.sh, or pip install it)"
+        )
     if result.returncode != 0:
         pytest.fail(
             f"ruff check failed (exit {result.returncode}; {_ruff_version()}, pinned "
             f"{pinned.group(1) if pinned else '?'}):\n{result.stdout}{result.stderr}",
-            pytrace=False)
+            pytrace=False,
+        )
 
 
 def test_every_python_file_has_the_license_header(header_tool: dict) -> None:
@@ -67,28 +84,33 @@ def test_every_python_file_has_the_license_header(header_tool: dict) -> None:
         start = 1 if lines and lines[0].startswith("#!") else 0
         if start < len(lines) and re.match(r"^[ \t\f]*#.*?coding[:=]", lines[start]):
             start += 1
-        if "".join(lines[start:start + header.count("\n")]) != header:
+        if "".join(lines[start : start + header.count("\n")]) != header:
             missing.append(str(path.relative_to(ROOT)))
     if missing:
-        pytest.fail(f"{len(missing)} file(s) do not start with the license header (add it with "
-                    f"`python tools/add_license_headers.py`):\n" + "\n".join(missing),
-                    pytrace=False)
+        pytest.fail(
+            f"{len(missing)} file(s) do not start with the license header (add it with "
+            f"`python tools/add_license_headers.py`):\n" + "\n".join(missing),
+            pytrace=False,
+        )
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("", "{h}"),
-    ('"""Doc."""\n', '{h}"""Doc."""\n'),
-    ("#!/usr/bin/env python3\nx = 1\n", "#!/usr/bin/env python3\n{h}x = 1\n"),
-    ("#!/usr/bin/env python3", "#!/usr/bin/env python3\n{h}"),
-    ("# -*- coding: utf-8 -*-\nx = 1\n", "# -*- coding: utf-8 -*-\n{h}x = 1\n"),
-    ("#!/bin/python\n# coding=utf-8\n", "#!/bin/python\n# coding=utf-8\n{h}"),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("", "{h}"),
+        ('"""Doc."""\n', '{h}"""Doc."""\n'),
+        ("#!/usr/bin/env python3\nx = 1\n", "#!/usr/bin/env python3\n{h}x = 1\n"),
+        ("#!/usr/bin/env python3", "#!/usr/bin/env python3\n{h}"),
+        ("# -*- coding: utf-8 -*-\nx = 1\n", "# -*- coding: utf-8 -*-\n{h}x = 1\n"),
+        ("#!/bin/python\n# coding=utf-8\n", "#!/bin/python\n# coding=utf-8\n{h}"),
+    ],
+)
 def test_header_tool_inserts_once(header_tool: dict, text: str, expected: str) -> None:
     h = header_tool["HEADER"]
     once = header_tool["with_header"](text)
     assert once == expected.format(h=h)
     assert header_tool["has_header"](once)
-    assert header_tool["with_header"](once) == once   # idempotent
+    assert header_tool["with_header"](once) == once  # idempotent
 
 
 def test_license_is_apache_2() -> None:

@@ -1,3 +1,5 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """One error hierarchy for the whole package, kept apart so callers can catch it
 without importing MuJoCo.
 
@@ -6,6 +8,7 @@ not match, a refused path): nothing was changed, and the message names the probl
 a service replies it as is. Anything else escaping the core is a fault of this package:
 the node logs its traceback and replies a generic internal error.
 """
+
 from __future__ import annotations
 
 

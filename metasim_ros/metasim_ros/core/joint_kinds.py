@@ -1,3 +1,5 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """MuJoCo's joint kinds (free, ball, slide, hinge), defined once for the whole project.
 
 One home for what each kind means to MetaSim: how many qpos and qvel (dof) entries it
@@ -9,6 +11,7 @@ values, so a kind's `type` goes into a message unchanged.
 
 This is the lowest layer of core: it imports only mujoco and the standard library.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -19,11 +22,11 @@ import mujoco
 class JointKind(NamedTuple):
     """One mjtJoint kind and its sizes."""
 
-    type: int                              # the mjtJoint value (= metasim_msgs JointState.type)
-    name: str                              # "free", "ball", "slide" or "hinge"
-    qpos_width: int                        # qpos entries
-    dof_width: int                         # qvel / qfrc entries (degrees of freedom)
-    zero_position: tuple[float, ...]       # identity position, qpos_width entries
+    type: int  # the mjtJoint value (= metasim_msgs JointState.type)
+    name: str  # "free", "ball", "slide" or "hinge"
+    qpos_width: int  # qpos entries
+    dof_width: int  # qvel / qfrc entries (degrees of freedom)
+    zero_position: tuple[float, ...]  # identity position, qpos_width entries
 
 
 FREE = JointKind(int(mujoco.mjtJoint.mjJNT_FREE), "free", 7, 6, (0, 0, 0, 1, 0, 0, 0))

@@ -1,13 +1,15 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """Confining user-given file names to one directory (the node's snapshot directory).
 
 Service callers anywhere on the ROS graph name files; they may only ever reach files
 inside the directory the node was configured with.
 """
+
 from __future__ import annotations
 
 import os
 from pathlib import Path, PurePosixPath
-
 
 from metasim_ros.core.errors import PathRefused
 

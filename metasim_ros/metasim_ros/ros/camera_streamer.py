@@ -1,8 +1,11 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """Camera images for ROS: rendered in their own thread, only while someone subscribes.
 
 The simulation is locked only to copy MjData (microseconds); rendering (milliseconds on
 a CPU) works on the copy, so a slow render never delays physics or a service.
 """
+
 from __future__ import annotations
 
 import os
@@ -28,31 +31,49 @@ IMAGE_QOS = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
 class _CameraTopics:
     """Publishers and reusable messages of one camera."""
 
-    def __init__(self, node: Node, model: mujoco.MjModel, cam_id: int, name: str, width: int,
-                 height: int, frame: str) -> None:
+    def __init__(
+        self,
+        node: Node,
+        model: mujoco.MjModel,
+        cam_id: int,
+        name: str,
+        width: int,
+        height: int,
+        frame: str,
+    ) -> None:
         self.cam_id, self.width, self.height = cam_id, width, height
         self.rgb_pub = node.create_publisher(Image, f"~/{name}/image_raw", IMAGE_QOS)
         self.depth_pub = node.create_publisher(Image, f"~/{name}/depth/image_raw", IMAGE_QOS)
         self.info_pub = node.create_publisher(CameraInfo, f"~/{name}/camera_info", IMAGE_QOS)
         big = int(sys.byteorder == "big")
-        self.rgb = Image(width=width, height=height, encoding="rgb8", step=3 * width, is_bigendian=big)
-        self.depth = Image(width=width, height=height, encoding="32FC1", step=4 * width,
-                           is_bigendian=big)
+        self.rgb = Image(
+            width=width, height=height, encoding="rgb8", step=3 * width, is_bigendian=big
+        )
+        self.depth = Image(
+            width=width, height=height, encoding="32FC1", step=4 * width, is_bigendian=big
+        )
         k = intrinsic_matrix(float(model.cam_fovy[cam_id]), width, height)
-        self.info = CameraInfo(width=width, height=height, distortion_model="plumb_bob",
-                               d=[0.0] * 5, k=k.ravel().tolist(),
-                               r=np.eye(3).ravel().tolist(),
-                               p=np.hstack([k, np.zeros((3, 1))]).ravel().tolist())
+        self.info = CameraInfo(
+            width=width,
+            height=height,
+            distortion_model="plumb_bob",
+            d=[0.0] * 5,
+            k=k.ravel().tolist(),
+            r=np.eye(3).ravel().tolist(),
+            p=np.hstack([k, np.zeros((3, 1))]).ravel().tolist(),
+        )
         for msg in (self.rgb, self.depth, self.info):
             msg.header.frame_id = frame
 
     def wanted(self) -> bool:
-        return any(p.get_subscription_count() > 0 for p in (self.rgb_pub, self.depth_pub, self.info_pub))
+        return any(
+            p.get_subscription_count() > 0 for p in (self.rgb_pub, self.depth_pub, self.info_pub)
+        )
 
     def publish(self, rgb: np.ndarray, depth: np.ndarray, sim_time: float) -> None:
         now = stamp(sim_time)
         self.rgb.header.stamp = self.depth.header.stamp = self.info.header.stamp = now
-        self.rgb.data = rgb.tobytes()     # bytes: a numpy/memoryview assignment is per element
+        self.rgb.data = rgb.tobytes()  # bytes: a numpy/memoryview assignment is per element
         self.depth.data = depth.tobytes()
         self.rgb_pub.publish(self.rgb)
         self.depth_pub.publish(self.depth)
@@ -68,10 +89,17 @@ class CameraStreamer:
         self._log_error = node.get_logger().error
         model = sim.handler.model
         self._topics = [
-            _CameraTopics(node, model, c, model.camera(c).name, params.camera_width,
-                          params.camera_height,
-                          f"{params.frame_prefix}{model.camera(c).name}_optical_frame")
-            for c in range(model.ncam)]
+            _CameraTopics(
+                node,
+                model,
+                c,
+                model.camera(c).name,
+                params.camera_width,
+                params.camera_height,
+                f"{params.frame_prefix}{model.camera(c).name}_optical_frame",
+            )
+            for c in range(model.ncam)
+        ]
         self._copy = mujoco.MjData(model)
         self._renderer: CameraRenderer | None = None
         self._stop = threading.Event()
@@ -95,17 +123,21 @@ class CameraStreamer:
                 if wanted:
                     self._render(wanted)
         except Exception as exc:  # e.g. no OpenGL: say so once, keep the node serving
-            self._log_error(f"camera rendering stopped: {exc} (MUJOCO_GL="
-                            f"{os.environ.get('MUJOCO_GL', 'unset')})")
+            self._log_error(
+                f"camera rendering stopped: {exc} (MUJOCO_GL="
+                f"{os.environ.get('MUJOCO_GL', 'unset')})"
+            )
         finally:
             if self._renderer is not None:
                 self._renderer.close()
 
     def _render(self, topics: list[_CameraTopics]) -> None:
         if self._renderer is None:
-            self._renderer = CameraRenderer(self._sim.handler.model,
-                                            [(t.width, t.height) for t in self._topics],
-                                            fast=self._params.render_quality == "fast")
+            self._renderer = CameraRenderer(
+                self._sim.handler.model,
+                [(t.width, t.height) for t in self._topics],
+                fast=self._params.render_quality == "fast",
+            )
         with self._sim.locked() as h:
             h.copy_synced(0, self._copy)
         for t in topics:

@@ -1,3 +1,5 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """Core state <-> ROS messages.
 
 Publishing messages are preallocated and refilled: building geometry/sensor messages
@@ -14,6 +16,7 @@ Partial states in SetStates (metasim_msgs has no "unset" flags, so values say it
   joint_targets message), is refused rather than resolved by order.
 So a GetStates response sent back as a SetStates request restores exactly that state.
 """
+
 from __future__ import annotations
 
 import math
@@ -29,7 +32,6 @@ from sensor_msgs.msg import JointState
 
 from metasim_ros.core.errors import StateValidationError
 from metasim_ros.core.state.robot_joints import RobotJointArrays
-
 
 #: builtin_interfaces/Time holds an int32 of seconds: times beyond it saturate.
 _MIN_NS, _MAX_NS = -(2**31) * 10**9, (2**31 - 1) * 10**9 + 999_999_999
@@ -78,13 +80,18 @@ class WorldStateFiller:
         msg.header.frame_id = self._world_frame
         model = self._handler.model
         for info in self._handler.models:
-            msg.model_states.append(ModelState(
-                name=info.name,
-                kind=ModelState.ROBOT if info.kind == "robot" else ModelState.OBJECT,
-                reference_frame=self._world_frame,
-                link_states=[LinkState(name=b) for b in info.bodies],
-                joint_states=[MsJointState(name=model.joint(j).name, type=int(model.jnt_type[j]))
-                              for j in info.joint_ids]))
+            msg.model_states.append(
+                ModelState(
+                    name=info.name,
+                    kind=ModelState.ROBOT if info.kind == "robot" else ModelState.OBJECT,
+                    reference_frame=self._world_frame,
+                    link_states=[LinkState(name=b) for b in info.bodies],
+                    joint_states=[
+                        MsJointState(name=model.joint(j).name, type=int(model.jnt_type[j]))
+                        for j in info.joint_ids
+                    ],
+                )
+            )
         return msg
 
     def fill(self, env_id: int, sim_time: float, state: dict, readings: Iterable) -> WorldState:
@@ -141,10 +148,14 @@ def world_to_states(handler, worlds: list[WorldState]) -> tuple[list[dict], list
     states: list[dict] = []
     for w_index, world in enumerate(worlds):
         if world.env_id >= handler.num_envs:
-            raise StateValidationError(f"states[{w_index}].env_id",
-                                       f"no environment {world.env_id} (num_envs={handler.num_envs})")
+            raise StateValidationError(
+                f"states[{w_index}].env_id",
+                f"no environment {world.env_id} (num_envs={handler.num_envs})",
+            )
         if world.env_id in env_ids:
-            raise StateValidationError(f"states[{w_index}].env_id", f"environment {world.env_id} given twice")
+            raise StateValidationError(
+                f"states[{w_index}].env_id", f"environment {world.env_id} given twice"
+            )
         env_ids.append(world.env_id)
         state: dict = {"objects": {}, "robots": {}}
         seen: set[str] = set()
@@ -155,8 +166,10 @@ def world_to_states(handler, worlds: list[WorldState]) -> tuple[list[dict], list
                 raise StateValidationError(f"models.{ms.name}", "model given twice")
             seen.add(ms.name)
             if ms.reference_frame not in ("", "world"):
-                raise StateValidationError(f"models.{ms.name}.reference_frame",
-                                           f"only 'world' is supported, got {ms.reference_frame!r}")
+                raise StateValidationError(
+                    f"models.{ms.name}.reference_frame",
+                    f"only 'world' is supported, got {ms.reference_frame!r}",
+                )
             info = infos[ms.name]
             section = "robots" if info.kind == "robot" else "objects"
             m: dict = state[section].setdefault(ms.name, {})
@@ -170,17 +183,23 @@ def world_to_states(handler, worlds: list[WorldState]) -> tuple[list[dict], list
             joints: set[str] = set()
             for js in ms.joint_states:
                 if js.name in joints:
-                    raise StateValidationError(f"{section}.{ms.name}.joint_states.{js.name}", "joint given twice")
+                    raise StateValidationError(
+                        f"{section}.{ms.name}.joint_states.{js.name}", "joint given twice"
+                    )
                 joints.add(js.name)
-                for field, key in (("position", "dof_pos"), ("velocity", "dof_vel"),
-                                   ("position_target", "dof_pos_target"),
-                                   ("velocity_target", "dof_vel_target")):
+                for field, key in (
+                    ("position", "dof_pos"),
+                    ("velocity", "dof_vel"),
+                    ("position_target", "dof_pos_target"),
+                    ("velocity_target", "dof_vel_target"),
+                ):
                     values = getattr(js, field)
                     if len(values) == 0:
                         continue
                     if key.endswith("_target") and section != "robots":
-                        raise StateValidationError(f"{section}.{ms.name}.{key}.{js.name}",
-                                                   "only robots have joint targets")
+                        raise StateValidationError(
+                            f"{section}.{ms.name}.{key}.{js.name}", "only robots have joint targets"
+                        )
                     # the core checks the length against the joint (1-DOF values may be [v])
                     m.setdefault(key, {})[js.name] = np.asarray(values, dtype=np.float64)
         states.append(state)
@@ -190,8 +209,11 @@ def world_to_states(handler, worlds: list[WorldState]) -> tuple[list[dict], list
 def targets_from_joint_state(msg: JointState, robots_by_joint: dict[str, str]) -> dict:
     """~/joint_targets message -> partial core state {"robots": {r: {dof_*_target}}}."""
     if len(msg.position) not in (0, len(msg.name)) or len(msg.velocity) not in (0, len(msg.name)):
-        raise StateValidationError("joint_targets", f"{len(msg.name)} names but "
-                                   f"{len(msg.position)} positions and {len(msg.velocity)} velocities")
+        raise StateValidationError(
+            "joint_targets",
+            f"{len(msg.name)} names but "
+            f"{len(msg.position)} positions and {len(msg.velocity)} velocities",
+        )
     robots: dict = {}
     if len(set(msg.name)) != len(msg.name):
         twice = sorted({n for n in msg.name if msg.name.count(n) > 1})

@@ -14,6 +14,7 @@ descriptor so `ros2 param describe` shows it and rclpy enforces it), the checks
 Every accepted value keeps the node running: numbers must be finite and inside their
 range (nan/inf are refused explicitly, not left to rclpy's range check).
 """
+
 from __future__ import annotations
 
 import math
@@ -35,7 +36,7 @@ from rclpy.parameter import Parameter
 
 #: Largest ROS integer parameter (int64): the upper end of ranges with no upper bound.
 _INT64_MAX = 2**63 - 1
-_RATE_MAX = 10_000.0   # Hz
+_RATE_MAX = 10_000.0  # Hz
 #: Slowest rate: one message per 100 s (slower ones would overflow timed waits)
 _RATE_MIN = 0.01
 
@@ -63,11 +64,11 @@ class Param:
     name: str
     default: Any
     description: str
-    dynamic: bool = False            # may change while the node runs
+    dynamic: bool = False  # may change while the node runs
     low: float | int | None = None
     high: float | int | None = None
     choices: tuple[str, ...] | None = None
-    resolve: Callable[[Any], Any] | None = None   # start-up value -> attribute value
+    resolve: Callable[[Any], Any] | None = None  # start-up value -> attribute value
 
     @property
     def kind(self) -> type:
@@ -117,15 +118,23 @@ class Param:
 
     def descriptor(self) -> ParameterDescriptor:
         """The ROS descriptor: description, read-only unless dynamic, range if any."""
-        d = ParameterDescriptor(description=self.description, read_only=not self.dynamic,
-                                additional_constraints=self.constraint())
+        d = ParameterDescriptor(
+            description=self.description,
+            read_only=not self.dynamic,
+            additional_constraints=self.constraint(),
+        )
         if self.kind is float and self.low is not None:
-            d.floating_point_range = [FloatingPointRange(
-                from_value=float(self.low), to_value=float(self.high), step=0.0)]
+            d.floating_point_range = [
+                FloatingPointRange(from_value=float(self.low), to_value=float(self.high), step=0.0)
+            ]
         elif self.kind is int and self.low is not None:
-            d.integer_range = [IntegerRange(
-                from_value=int(self.low),
-                to_value=int(self.high) if self.high is not None else _INT64_MAX, step=0)]
+            d.integer_range = [
+                IntegerRange(
+                    from_value=int(self.low),
+                    to_value=int(self.high) if self.high is not None else _INT64_MAX,
+                    step=0,
+                )
+            ]
         return d
 
 
@@ -146,45 +155,75 @@ class SimParameters:
 
     scene: str = _p("", "MJCF or URDF file to simulate; empty = the embedded default scene")
     num_envs: int = _p(
-        1, "number of independent environments of the same model (world_state and the "
-           "services address each by env_id)", low=1, high=1024)
-    robots: list[str] = _p([], "model names to treat as robots; empty = every model with "
-                               "actuators")
-    paused: bool = _p(False, "pause the simulation (at start-up or by setting it; ~/step "
-                             "advances a paused simulation)", dynamic=True)
-    real_time_factor: float = _p(1.0, "sim seconds per wall second; 0 = as fast as possible",
-                                 dynamic=True, low=0.0, high=1e6)
+        1,
+        "number of independent environments of the same model (world_state and the "
+        "services address each by env_id)",
+        low=1,
+        high=1024,
+    )
+    robots: list[str] = _p([], "model names to treat as robots; empty = every model with actuators")
+    paused: bool = _p(
+        False,
+        "pause the simulation (at start-up or by setting it; ~/step advances a paused simulation)",
+        dynamic=True,
+    )
+    real_time_factor: float = _p(
+        1.0, "sim seconds per wall second; 0 = as fast as possible", dynamic=True, low=0.0, high=1e6
+    )
     clock_rate: float = _p(100.0, "Hz (wall clock) of /clock", **_RATE)
     joint_state_rate: float = _p(50.0, "Hz (wall clock) of joint_states", **_RATE)
     world_state_rate: float = _p(30.0, "Hz (wall clock) of ~/world_state", **_RATE)
     tf_rate: float = _p(30.0, "Hz (wall clock) of /tf", **_RATE)
-    camera_rate: float = _p(15.0, "Hz (wall clock) of camera images; rendered only while "
-                                  "subscribed", **_RATE)
+    camera_rate: float = _p(
+        15.0, "Hz (wall clock) of camera images; rendered only while subscribed", **_RATE
+    )
     camera_width: int = _p(640, "camera image width in pixels", low=1, high=8192)
     camera_height: int = _p(480, "camera image height in pixels", low=1, high=8192)
-    render_quality: str = _p("fast", "camera rendering: 'fast' has no shadows and no MSAA "
-                                     "(right for CPU rendering)", choices=("fast", "quality"))
+    render_quality: str = _p(
+        "fast",
+        "camera rendering: 'fast' has no shadows and no MSAA (right for CPU rendering)",
+        choices=("fast", "quality"),
+    )
     frame_prefix: str = _p("", "prefix of every TF frame name (e.g. 'sim/')")
     on_divergence: str = _p(
-        "reset", "what to do when the physics of an env blows up (NaN/Inf/huge values): "
-                 "'reset' it to the initial state and continue, or 'pause' the simulation; "
-                 "both are logged and reported by ~/status", dynamic=True,
-        choices=("reset", "pause"))
+        "reset",
+        "what to do when the physics of an env blows up (NaN/Inf/huge values): "
+        "'reset' it to the initial state and continue, or 'pause' the simulation; "
+        "both are logged and reported by ~/status",
+        dynamic=True,
+        choices=("reset", "pause"),
+    )
     snapshot_dir: str = _p(
-        "", "directory that snapshot service paths resolve in; empty = "
-            "$ROS_HOME/metasim_snapshots (~/.ros/metasim_snapshots); nothing outside it is "
-            "read or written", resolve=_resolve_snapshot_dir)
-    snapshot_max_bytes: int = _p(1024**3, "largest snapshot file ~/load_snapshot opens "
-                                          "(bytes, checked before opening)", dynamic=True, low=1)
-    snapshot_max_steps: int = _p(100_000, "most states (trajectory steps) a snapshot may "
-                                          "declare to be loaded", dynamic=True, low=1)
-    step_limit: int = _p(1_000_000, "most physics steps one ~/step call may ask for (the "
-                                    "simulation is held meanwhile)", dynamic=True, low=1)
+        "",
+        "directory that snapshot service paths resolve in; empty = "
+        "$ROS_HOME/metasim_snapshots (~/.ros/metasim_snapshots); nothing outside it is "
+        "read or written",
+        resolve=_resolve_snapshot_dir,
+    )
+    snapshot_max_bytes: int = _p(
+        1024**3,
+        "largest snapshot file ~/load_snapshot opens (bytes, checked before opening)",
+        dynamic=True,
+        low=1,
+    )
+    snapshot_max_steps: int = _p(
+        100_000,
+        "most states (trajectory steps) a snapshot may declare to be loaded",
+        dynamic=True,
+        low=1,
+    )
+    step_limit: int = _p(
+        1_000_000,
+        "most physics steps one ~/step call may ask for (the simulation is held meanwhile)",
+        dynamic=True,
+        low=1,
+    )
 
 
 #: Every parameter's declaration, in declaration order.
-PARAMS: tuple[Param, ...] = tuple(replace(f.metadata["param"], name=f.name)
-                                  for f in fields(SimParameters))
+PARAMS: tuple[Param, ...] = tuple(
+    replace(f.metadata["param"], name=f.name) for f in fields(SimParameters)
+)
 _BY_NAME = {p.name: p for p in PARAMS}
 
 #: Parameters that can change while the node runs; all others are read at start-up.
@@ -194,7 +233,7 @@ DYNAMIC = frozenset(p.name for p in PARAMS if p.dynamic)
 def _coerce_override(node: Node, p: Param) -> Any:
     """The start-up override of `p` (None if there is none). An integer given for a
     float parameter (``-p real_time_factor:=0``) is made a float, as a user means it."""
-    overrides = getattr(node, "_parameter_overrides", None)   # rclpy keeps them here
+    overrides = getattr(node, "_parameter_overrides", None)  # rclpy keeps them here
     if not isinstance(overrides, dict) or p.name not in overrides:
         return None
     value = overrides[p.name].value
@@ -218,7 +257,8 @@ def declare(node: Node) -> SimParameters:
         try:
             if p.kind is list:
                 value = node.declare_parameter(
-                    p.name, Parameter.Type.STRING_ARRAY, p.descriptor()).value
+                    p.name, Parameter.Type.STRING_ARRAY, p.descriptor()
+                ).value
                 value = list(value or [])
             else:
                 value = node.declare_parameter(p.name, p.default, p.descriptor()).value
@@ -237,8 +277,9 @@ def check_update(params: list[Parameter]) -> SetParametersResult:
         spec = _BY_NAME.get(param.name)
         problem = spec.problem(param.value) if spec is not None else None
         if problem:
-            return SetParametersResult(successful=False,
-                                       reason=f"{param.name}={param.value!r}: {problem}")
+            return SetParametersResult(
+                successful=False, reason=f"{param.name}={param.value!r}: {problem}"
+            )
     return SetParametersResult(successful=True)
 
 
@@ -288,8 +329,13 @@ def yaml_text() -> str:
     """The content of config/default.yaml: every parameter, its default and a comment."""
     lines = [_YAML_HEADER + "sim_node:", "  ros__parameters:"]
     for p in PARAMS:
-        lines += textwrap.wrap(p.summary(), width=92, initial_indent="    # ",
-                               subsequent_indent="    #   ", break_on_hyphens=False)
+        lines += textwrap.wrap(
+            p.summary(),
+            width=92,
+            initial_indent="    # ",
+            subsequent_indent="    #   ",
+            break_on_hyphens=False,
+        )
         lines.append(f"    {p.name}: {_yaml_value(p.default)}")
     return "\n".join(lines) + "\n"
 
@@ -298,8 +344,7 @@ def readme_table() -> str:
     """The README's Markdown parameter table (name | default | meaning)."""
     rows = ["| name | default | meaning |", "|---|---|---|"]
     for p in PARAMS:
-        default = p.default if isinstance(p.default, str) and p.default else \
-            _yaml_value(p.default)
+        default = p.default if isinstance(p.default, str) and p.default else _yaml_value(p.default)
         meaning = p.summary().replace("|", "\\|")
         rows.append(f"| `{p.name}` | `{default}` | {meaning} |")
     return "\n".join(rows) + "\n"

@@ -1,3 +1,5 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """Service callbacks: parse the request, call the core, reply.
 
 Every callback goes through `replying`: a RequestError (the caller's fault: bad input,
@@ -5,6 +7,7 @@ refused path, mismatched snapshot) is replied as success=false with its message;
 other exception is a fault of this package, logged with its traceback and replied as
 a generic internal error. Either way the node keeps serving.
 """
+
 from __future__ import annotations
 
 import functools
@@ -31,6 +34,7 @@ def replying(fn: Callable[[Any, Any, Any], Any]) -> Callable[[Any, Any, Any], An
     """Turn an exception into a reply: request errors are replied with their message,
     anything else is logged with its traceback and replied as an internal error.
     Responses without success/message fields (GetStates) are replied empty."""
+
     @functools.wraps(fn)
     def wrapper(self: SimServices, request: Any, response: Any) -> Any:
         try:
@@ -43,14 +47,16 @@ def replying(fn: Callable[[Any, Any, Any], Any]) -> Callable[[Any, Any, Any], An
         if hasattr(response, "success"):
             response.success, response.message = False, message
         return response
+
     return wrapper
 
 
 class SimServices:
     """The node's services, bound to the simulation and the parameters."""
 
-    def __init__(self, node: Node, sim: SimulationAccess, params: SimParameters,
-                 group: CallbackGroup) -> None:
+    def __init__(
+        self, node: Node, sim: SimulationAccess, params: SimParameters, group: CallbackGroup
+    ) -> None:
         self._sim = sim
         self._params = params
         self.log_error = node.get_logger().error
@@ -85,7 +91,7 @@ class SimServices:
         """~/get_states: every env's WorldState."""
         with self._sim.locked() as h:
             readings = [read_world(h, e) for e in range(h.num_envs)]
-        filler = WorldStateFiller(self._sim.handler)   # fresh messages: the reply owns them
+        filler = WorldStateFiller(self._sim.handler)  # fresh messages: the reply owns them
         response.states = [filler.fill(e, *r) for e, r in enumerate(readings)]
         return response
 
@@ -94,15 +100,20 @@ class SimServices:
         """~/load_snapshot: restore one state of a file, verified."""
         path = self._snapshot_path(request.path)
         with self._sim.locked() as h:
-            report = load_snapshot(h, path, index=request.index,
-                                   max_bytes=self._params.snapshot_max_bytes,
-                                   max_steps=self._params.snapshot_max_steps)
+            report = load_snapshot(
+                h,
+                path,
+                index=request.index,
+                max_bytes=self._params.snapshot_max_bytes,
+                max_steps=self._params.snapshot_max_steps,
+            )
         response.success, response.message = report.ok, report.summary()
         response.strategy = report.strategy
         response.max_position_error = max(report.max_qpos_error, report.max_qvel_error)
-        response.max_body_error = max((e for e in (report.max_body_pos_error,
-                                                   report.max_body_rot_error) if e is not None),
-                                      default=0.0)
+        response.max_body_error = max(
+            (e for e in (report.max_body_pos_error, report.max_body_rot_error) if e is not None),
+            default=0.0,
+        )
         if report.ok:
             self._sim.changed()
         return response
@@ -144,8 +155,10 @@ class SimServices:
         if not self._sim.paused:
             raise RequestError("the simulation is running; pause it (~/pause) before stepping")
         if request.steps > self._params.step_limit:
-            raise RequestError(f"steps={request.steps} is more than step_limit="
-                               f"{self._params.step_limit} (a parameter)")
+            raise RequestError(
+                f"steps={request.steps} is more than step_limit="
+                f"{self._params.step_limit} (a parameter)"
+            )
         response.time = self._sim.step(request.steps)
         response.success = True
         response.message = f"stepped {request.steps} step(s) to t={response.time:.9g}"

@@ -1,4 +1,7 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """sim_node: runs a MuJoCo scene and exposes it to ROS 2 (topics, TF, services)."""
+
 from __future__ import annotations
 
 import os
@@ -31,8 +34,9 @@ from metasim_ros.ros.streams import Streams
 from metasim_ros.ros.tf import static_message
 
 #: /tf_static: latched for late joiners (what a StaticTransformBroadcaster does).
-TF_STATIC_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
-                           reliability=ReliabilityPolicy.RELIABLE)
+TF_STATIC_QOS = QoSProfile(
+    depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
+)
 #: The physics thread releases the GIL inside every mj_step; with Python's default 5 ms
 #: switch interval it then waits behind any busy callback thread for up to that long.
 SWITCH_INTERVAL = 2e-4
@@ -49,12 +53,17 @@ class SimNode(Node):
         log = self.get_logger()
         # MuJoCo's warnings (e.g. instability) go to the ROS log, not stdout + MUJOCO_LOG.TXT
         mujoco.set_mju_user_warning(lambda msg: log.warning(f"MuJoCo: {msg}"))
-        handler = MujocoHandler(p.scene or None, num_envs=p.num_envs, robots=p.robots or None,
-                                camera_size=(p.camera_width, p.camera_height),
-                                fast_render=p.render_quality == "fast")
+        handler = MujocoHandler(
+            p.scene or None,
+            num_envs=p.num_envs,
+            robots=p.robots or None,
+            camera_size=(p.camera_width, p.camera_height),
+            fast_render=p.render_quality == "fast",
+        )
         Path(p.snapshot_dir).mkdir(parents=True, exist_ok=True)
-        self.sim = SimulationAccess(handler, p.real_time_factor, on_divergence=p.on_divergence,
-                                    log_error=log.error)
+        self.sim = SimulationAccess(
+            handler, p.real_time_factor, on_divergence=p.on_divergence, log_error=log.error
+        )
         self.sim.pause(p.paused)
 
         tree = FrameTree(handler.model, handler.body_names, p.frame_prefix)
@@ -64,8 +73,13 @@ class SimNode(Node):
 
         self.service_group = MutuallyExclusiveCallbackGroup()
         self._robot_of_joint = {j: r.name for r in handler.robots for j in r.joints}
-        self.create_subscription(JointState, "~/joint_targets", self._on_joint_targets, 10,
-                                 callback_group=self.service_group)
+        self.create_subscription(
+            JointState,
+            "~/joint_targets",
+            self._on_joint_targets,
+            10,
+            callback_group=self.service_group,
+        )
         self.sim_services = SimServices(self, self.sim, p, self.service_group)
         self.cameras = CameraStreamer(self, self.sim, p)
         self.add_on_set_parameters_callback(parameters.check_update)
@@ -78,15 +92,17 @@ class SimNode(Node):
         h, p = self.sim.handler, self.params
         scene = p.scene or "the embedded default scene"
         models = ", ".join(m.name for m in h.models)
-        state = "paused" if self.sim.paused else \
-            f"real-time factor {self.sim.loop.real_time_factor:g}"
+        state = (
+            "paused" if self.sim.paused else f"real-time factor {self.sim.loop.real_time_factor:g}"
+        )
         self.get_logger().info(
             f"simulating {scene} ({models}), {h.num_envs} env(s), {state}; publishing "
             f"/clock, {self.resolve_topic_name('joint_states')}, "
             f"{self.resolve_topic_name('~/world_state')}, /tf, cameras under "
             f"{self.get_fully_qualified_name()}/<camera>/ on "
             f"ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID', '0')}; "
-            f"{parameters.startup_summary(p)}")
+            f"{parameters.startup_summary(p)}"
+        )
 
     def shutdown(self) -> None:
         """Stop cameras and physics (in that order: cameras read the simulation)."""

@@ -1,3 +1,5 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """The node's periodic topics (/clock, joint_states, ~/world_state, /tf).
 
 They are published from the physics thread, between physics batches (a tick callback
@@ -8,6 +10,7 @@ the preallocated messages are only ever touched by this one thread.
 Adding a periodic topic: one `_Stream` entry here (read under the lock, publish after
 it) plus its rate parameter's declaration in parameters.py.
 """
+
 from __future__ import annotations
 
 import time
@@ -36,8 +39,8 @@ CLOCK_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
 @dataclass
 class _Stream:
     period: float
-    read: Callable[[MujocoHandler], Any]   # under the simulation lock: copy what is needed
-    publish: Callable[[Any], None]         # after it: fill and publish
+    read: Callable[[MujocoHandler], Any]  # under the simulation lock: copy what is needed
+    publish: Callable[[Any], None]  # after it: fill and publish
     due: float = 0.0
 
 
@@ -49,8 +52,9 @@ def read_world(h: MujocoHandler, env_id: int) -> tuple:
 class Streams:
     """Rates are wall-clock Hz; `set_rate` takes a parameter name (e.g. 'tf_rate')."""
 
-    def __init__(self, node: Node, sim: SimulationAccess, params: SimParameters,
-                 tree: FrameTree) -> None:
+    def __init__(
+        self, node: Node, sim: SimulationAccess, params: SimParameters, tree: FrameTree
+    ) -> None:
         self._sim = sim
         h = sim.handler
         clock_pub = node.create_publisher(Clock, "/clock", CLOCK_QOS)
@@ -72,15 +76,21 @@ class Streams:
 
         self._streams = {
             "clock_rate": _Stream(1 / params.clock_rate, lambda h: h.sim_time(0), publish_clock),
-            "joint_state_rate": _Stream(1 / params.joint_state_rate, lambda h: joints.fill(0),
-                                        joint_pub.publish),
+            "joint_state_rate": _Stream(
+                1 / params.joint_state_rate, lambda h: joints.fill(0), joint_pub.publish
+            ),
             "world_state_rate": _Stream(
                 1 / params.world_state_rate,
-                lambda h: [read_world(h, e) for e in range(h.num_envs)], publish_world),
-            "tf_rate": _Stream(1 / params.tf_rate, lambda h: tf.read(h.synced_data(0)),
-                               lambda r: tf_pub.publish(tf.fill(r))),
+                lambda h: [read_world(h, e) for e in range(h.num_envs)],
+                publish_world,
+            ),
+            "tf_rate": _Stream(
+                1 / params.tf_rate,
+                lambda h: tf.read(h.synced_data(0)),
+                lambda r: tf_pub.publish(tf.fill(r)),
+            ),
         }
-        self._next_due = 0.0   # earliest due time of any stream: the cheap test per tick
+        self._next_due = 0.0  # earliest due time of any stream: the cheap test per tick
         sim.on_change(self.publish_all_soon)
         sim.loop.add_tick(self.tick)
 
@@ -106,5 +116,5 @@ class Streams:
         for s, reading in zip(due, readings):
             s.publish(reading)
             nxt = s.due + s.period
-            s.due = nxt if nxt > now else now + s.period   # no bursts to catch up after a stall
+            s.due = nxt if nxt > now else now + s.period  # no bursts to catch up after a stall
         self._next_due = min(s.due for s in self._streams.values())

@@ -1,4 +1,7 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """TF messages for a FrameTree: /tf_static once, /tf refilled in place."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -36,9 +39,10 @@ class DynamicTf:
 
     def __init__(self, tree: FrameTree) -> None:
         self._tree = tree
-        self.msg = TFMessage(transforms=[_transform(p, c) for p, c in tree.dynamic_names] +
-                             [_transform(tree.world, tree.camera_names[c])
-                              for c in tree.cameras_tracking])
+        self.msg = TFMessage(
+            transforms=[_transform(p, c) for p, c in tree.dynamic_names]
+            + [_transform(tree.world, tree.camera_names[c]) for c in tree.cameras_tracking]
+        )
 
     def read(self, data) -> tuple:
         """What fill() needs, copied out of MjData (cheap; done under the simulation lock)."""
@@ -51,7 +55,7 @@ class DynamicTf:
         for i in range(len(pos)):
             transforms[i].header.stamp = now
             _set(transforms[i], pos[i], quat[i])
-        for t, (_, p, q) in zip(transforms[len(pos):], cameras):
+        for t, (_, p, q) in zip(transforms[len(pos) :], cameras):
             t.header.stamp = now
             _set(t, p, q)
         return self.msg

@@ -1,4 +1,7 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """Scenes shipped inside the package, so the node runs without any download."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,4 +1,7 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """Fixtures for the core tests: handlers on the default and the articulated test scene."""
+
 from __future__ import annotations
 
 import os
@@ -28,6 +31,7 @@ def scene(request: pytest.FixtureRequest) -> str | None:
 @pytest.fixture
 def physics_state() -> Callable[[MujocoHandler], list[np.ndarray]]:
     """mjSTATE_INTEGRATION of every env: everything that determines the future."""
+
     def read(h: MujocoHandler) -> list[np.ndarray]:
         out = []
         for d in (h.synced_data(e) for e in range(h.num_envs)):
@@ -35,12 +39,14 @@ def physics_state() -> Callable[[MujocoHandler], list[np.ndarray]]:
             mujoco.mj_getState(h.model, d, buf, _SIG)
             out.append(buf)
         return out
+
     return read
 
 
 @pytest.fixture
 def scramble() -> Callable[[MujocoHandler, int], None]:
     """Give every env a different random (valid) qpos/qvel, through MuJoCo directly."""
+
     def run(h: MujocoHandler, seed: int = 0) -> None:
         rng = np.random.default_rng(seed)
         m = h.model
@@ -51,22 +57,31 @@ def scramble() -> Callable[[MujocoHandler, int], None]:
                 for j in range(m.njnt):
                     jtype = int(m.jnt_type[j])
                     if jtype in (int(mujoco.mjtJoint.mjJNT_FREE), int(mujoco.mjtJoint.mjJNT_BALL)):
-                        a = m.jnt_qposadr[j] + (3 if jtype == int(mujoco.mjtJoint.mjJNT_FREE) else 0)
+                        a = m.jnt_qposadr[j] + (
+                            3 if jtype == int(mujoco.mjtJoint.mjJNT_FREE) else 0
+                        )
                         q = rng.standard_normal(4)
-                        d.qpos[a:a + 4] = q / np.linalg.norm(q)
+                        d.qpos[a : a + 4] = q / np.linalg.norm(q)
         h.step(n=3)  # leaves qpos quaternions as MuJoCo's integrator writes them
+
     return run
 
 
 def nested_equal(a, b) -> bool:
     """Bitwise equality of two state trees (arrays compared with array_equal)."""
     if isinstance(a, Mapping):  # dicts, and the lazy BodyMap of `body`: same type on both sides
-        return type(a) is type(b) and a.keys() == b.keys() and all(nested_equal(a[k], b[k]) for k in a)
+        return (
+            type(a) is type(b) and a.keys() == b.keys() and all(nested_equal(a[k], b[k]) for k in a)
+        )
     if isinstance(a, list):
         return isinstance(b, list) and len(a) == len(b) and all(map(nested_equal, a, b))
     if isinstance(a, np.ndarray):
-        return isinstance(b, np.ndarray) and a.dtype == b.dtype and a.shape == b.shape and \
-            a.tobytes() == b.tobytes()
+        return (
+            isinstance(b, np.ndarray)
+            and a.dtype == b.dtype
+            and a.shape == b.shape
+            and a.tobytes() == b.tobytes()
+        )
     return type(a) is type(b) and np.float64(a).tobytes() == np.float64(b).tobytes()
 
 

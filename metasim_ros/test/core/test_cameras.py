@@ -1,4 +1,7 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """Cameras: the pinhole model projects where MuJoCo renders, depth is metric z."""
+
 from __future__ import annotations
 
 import math
@@ -66,4 +69,6 @@ def test_pose_and_intrinsics_follow_mujoco():
         np.testing.assert_allclose(s[name]["look_at"], d.cam_xpos[c] - rot[:, 2], atol=1e-12)
         w, hgt = m.vis.global_.offwidth, m.vis.global_.offheight
         f = hgt / 2 / math.tan(math.radians(m.cam_fovy[c]) / 2)
-        np.testing.assert_allclose(s[name]["intrinsic"], [[f, 0, (w - 1) / 2], [0, f, (hgt - 1) / 2], [0, 0, 1]])
+        np.testing.assert_allclose(
+            s[name]["intrinsic"], [[f, 0, (w - 1) / 2], [0, f, (hgt - 1) / 2], [0, 0, 1]]
+        )

@@ -1,4 +1,7 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """A state that makes the physics blow up is reported once, by environment."""
+
 from __future__ import annotations
 
 import threading
@@ -10,7 +13,7 @@ import numpy as np
 from metasim_ros.core import MujocoHandler
 from metasim_ros.core.sim.physics_loop import PhysicsLoop
 
-BLOW_UP = {"objects": {"cube": {"ang_vel": [9e9, 9e9, 0.0]}}}   # finite, accepted, unstable
+BLOW_UP = {"objects": {"cube": {"ang_vel": [9e9, 9e9, 0.0]}}}  # finite, accepted, unstable
 
 
 def test_blow_up_is_reported_once_for_its_env():
@@ -18,12 +21,14 @@ def test_blow_up_is_reported_once_for_its_env():
     assert h.divergence() == {}
     h.set_states([BLOW_UP], env_ids=[1])
     h.step(n=3)
-    assert int(h.synced_data(1).warning[mujoco.mjtWarning.mjWARN_BADQACC].number) >= 1  # MuJoCo's own record
+    assert (
+        int(h.synced_data(1).warning[mujoco.mjtWarning.mjWARN_BADQACC].number) >= 1
+    )  # MuJoCo's own record
     events = h.divergence()
     assert list(events) == [1] and "qacc" in events[1]
-    assert h.divergence() == {}          # reported once
+    assert h.divergence() == {}  # reported once
     h.step(n=3)
-    assert h.divergence() == {}          # env 0 was never affected
+    assert h.divergence() == {}  # env 0 was never affected
     assert np.isfinite(h.synced_data(0).qvel).all()
 
 

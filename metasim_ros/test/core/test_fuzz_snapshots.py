@@ -1,3 +1,5 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """Fuzzed HDF5 files for load_snapshot, and the size limits of loading and saving.
 
 Files are real HDF5: snapshots written by save_snapshot and files in the foreign layouts,
@@ -7,6 +9,7 @@ restores a state that verifies, or raises SnapshotError and leaves the simulatio
 unchanged (integration state, derived poses and the handler's robot targets); no other
 exception escapes, each load is quick, and hostile declared sizes cost no memory.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -26,16 +29,27 @@ import pytest
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import event, given, note  # noqa: E402
-from hypothesis.control import currently_in_test_context  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
+from hypothesis.control import currently_in_test_context  # noqa: E402
 
 from fuzz_support import targets  # noqa: E402
-from test_snapshot_support import (fingerprint, flat, moving_handler, write_initial_state_data,  # noqa: E402
-                                   write_per_object, write_robomimic)
-
-from metasim_ros.core.snapshot import (DEFAULT_MAX_BYTES, DEFAULT_MAX_STEPS, SnapshotError,  # noqa: E402
-                                       capture_state, load_snapshot, save_snapshot)
+from metasim_ros.core.snapshot import (  # noqa: E402
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_STEPS,
+    SnapshotError,
+    capture_state,
+    load_snapshot,
+    save_snapshot,
+)
 from metasim_ros.core.snapshot.format import model_signature  # noqa: E402
+from test_snapshot_support import (  # noqa: E402
+    fingerprint,
+    flat,
+    moving_handler,
+    write_initial_state_data,
+    write_per_object,
+    write_robomimic,
+)
 
 _SIG = mujoco.mjtState.mjSTATE_INTEGRATION
 #: One load of any file, however hostile, takes less than this (seconds).
@@ -49,7 +63,10 @@ class Sim:
         self.h = moving_handler(steps=40)
         self.row = capture_state(self.h)
         state = self.h.get_states(render=False)[0]
-        self.targets = {r: {k: s[k] for k in ("dof_pos_target", "dof_vel_target")} for r, s in state["robots"].items()}
+        self.targets = {
+            r: {k: s[k] for k in ("dof_pos_target", "dof_vel_target")}
+            for r, s in state["robots"].items()
+        }
         self.print = self.fingerprint()
 
     def fingerprint(self) -> tuple[bytes, list[bytes]]:
@@ -106,12 +123,21 @@ def attempt(sim: Sim, path: Path, **kwargs: Any) -> str:
             assert sim.fingerprint() == before, "a load failing verification changed the simulation"
         else:
             d = sim.h.synced_data(0)
-            assert np.all(np.abs(d.qpos) <= mujoco.mjMAXVAL) and np.all(np.abs(d.qvel) <= mujoco.mjMAXVAL)
-            assert report.max_qpos_error <= report.tolerance and report.max_qvel_error <= report.tolerance
+            assert np.all(np.abs(d.qpos) <= mujoco.mjMAXVAL) and np.all(
+                np.abs(d.qvel) <= mujoco.mjMAXVAL
+            )
+            assert (
+                report.max_qpos_error <= report.tolerance
+                and report.max_qvel_error <= report.tolerance
+            )
     elapsed = time.perf_counter() - start
     if currently_in_test_context():
         note(outcome)
-        event(outcome.split(" in ")[0].split(":")[0] if outcome.startswith("SnapshotError") else outcome)
+        event(
+            outcome.split(" in ")[0].split(":")[0]
+            if outcome.startswith("SnapshotError")
+            else outcome
+        )
     sim.restore()
     assert elapsed < LOAD_SECONDS, f"load took {elapsed:.2f} s"
     return outcome
@@ -125,12 +151,61 @@ def _scratch(tmp_path_factory) -> Path:
 
 
 # -- mutations -------------------------------------------------------------------------
-_NAMES = ["envs", "env_0", "env_1", "integration_state", "state", "objects", "robots", "cameras", "cube", "franka",
-          "box", "pos", "rot", "vel", "ang_vel", "dof_pos", "dof_vel", "body", "panda_joint1", "box_joint", "box_lid",
-          "dof_pos_target", "initial_state_data", "qpos", "qvel", "body_pos", "body_rot", "initial_state", "data",
-          "demo_0", "demo_1", "states", "obs", "cube_joint_qpos", "cube_joint_qvel", "robot0_joint_pos",
-          "robot0_joint_vel", "robot0_gripper_qpos", "robot1_joint_pos", "model", "xml", "%2E", "%"]
-_ATTRS = ["format", "version", "signature_hash", "state_spec", "mujoco_version", "model_file", "signature", "steps"]
+_NAMES = [
+    "envs",
+    "env_0",
+    "env_1",
+    "integration_state",
+    "state",
+    "objects",
+    "robots",
+    "cameras",
+    "cube",
+    "franka",
+    "box",
+    "pos",
+    "rot",
+    "vel",
+    "ang_vel",
+    "dof_pos",
+    "dof_vel",
+    "body",
+    "panda_joint1",
+    "box_joint",
+    "box_lid",
+    "dof_pos_target",
+    "initial_state_data",
+    "qpos",
+    "qvel",
+    "body_pos",
+    "body_rot",
+    "initial_state",
+    "data",
+    "demo_0",
+    "demo_1",
+    "states",
+    "obs",
+    "cube_joint_qpos",
+    "cube_joint_qvel",
+    "robot0_joint_pos",
+    "robot0_joint_vel",
+    "robot0_gripper_qpos",
+    "robot1_joint_pos",
+    "model",
+    "xml",
+    "%2E",
+    "%",
+]
+_ATTRS = [
+    "format",
+    "version",
+    "signature_hash",
+    "state_spec",
+    "mujoco_version",
+    "model_file",
+    "signature",
+    "steps",
+]
 
 
 def _sizes(sim: Sim) -> list[int]:
@@ -140,8 +215,25 @@ def _sizes(sim: Sim) -> list[int]:
 
 @st.composite
 def dataset_spec(draw: st.DrawFn, sizes: list[int]) -> dict[str, Any]:
-    dtype = draw(st.sampled_from(["f8", "f8", "f4", "i8", "i1", "u1", "bool", "c16", "S4", "str", "compound",
-                                  "vlen_f8", "enum"]))
+    dtype = draw(
+        st.sampled_from(
+            [
+                "f8",
+                "f8",
+                "f4",
+                "i8",
+                "i1",
+                "u1",
+                "bool",
+                "c16",
+                "S4",
+                "str",
+                "compound",
+                "vlen_f8",
+                "enum",
+            ]
+        )
+    )
     inner = draw(st.lists(st.sampled_from(sizes), max_size=2))
     lead = draw(st.sampled_from([None, 1, 2, 3, 10**9, 10**12]))
     shape = tuple(([] if lead is None else [lead]) + inner)
@@ -154,8 +246,12 @@ _COMPOUND = np.dtype([("a", "f8"), ("b", "i4")])
 
 def make_dataset(parent: h5py.Group, name: str, spec: dict[str, Any]) -> None:
     shape, dtype = spec["shape"], spec["dtype"]
-    dt = {"str": h5py.string_dtype(), "compound": _COMPOUND, "vlen_f8": h5py.vlen_dtype(np.float64),
-          "enum": h5py.enum_dtype({"A": 0, "B": 1}, basetype="i1")}.get(dtype, dtype)
+    dt = {
+        "str": h5py.string_dtype(),
+        "compound": _COMPOUND,
+        "vlen_f8": h5py.vlen_dtype(np.float64),
+        "enum": h5py.enum_dtype({"A": 0, "B": 1}, basetype="i1"),
+    }.get(dtype, dtype)
     big = int(np.prod(shape, dtype=np.float64)) > 10**6
     if big or spec["fill"] == "lazy":  # declared, never written: HDF5 allocates nothing
         chunks = tuple(max(1, min(s, 64)) for s in shape) if shape else None
@@ -167,8 +263,13 @@ def make_dataset(parent: h5py.Group, name: str, spec: dict[str, Any]) -> None:
         parent.create_dataset(name, shape=shape, dtype=dt)
         return
     rng = np.random.default_rng(spec["seed"])
-    values = {"zeros": np.zeros(shape), "random": rng.standard_normal(shape), "nan": np.full(shape, np.nan),
-              "inf": np.full(shape, np.inf), "huge": np.full(shape, 1e300)}[spec["fill"]]
+    values = {
+        "zeros": np.zeros(shape),
+        "random": rng.standard_normal(shape),
+        "nan": np.full(shape, np.nan),
+        "inf": np.full(shape, np.inf),
+        "huge": np.full(shape, 1e300),
+    }[spec["fill"]]
     if dtype not in ("f8", "f4", "c16"):
         values = np.nan_to_num(values, posinf=1, neginf=-1, nan=0).astype(np.int64).clip(-100, 100)
     parent.create_dataset(name, data=values.astype(dt))
@@ -176,17 +277,39 @@ def make_dataset(parent: h5py.Group, name: str, spec: dict[str, Any]) -> None:
 
 @st.composite
 def mutation(draw: st.DrawFn, sizes: list[int]) -> tuple:
-    kind = draw(st.sampled_from(["delete", "dataset", "group", "add", "attr", "values", "values", "dataset"]))
+    kind = draw(
+        st.sampled_from(
+            ["delete", "dataset", "group", "add", "attr", "values", "values", "dataset"]
+        )
+    )
     pick = draw(st.integers(0, 10**6))
-    name = draw(st.sampled_from(_NAMES) | st.text(st.characters(codec="ascii", exclude_characters="/."),
-                                                  min_size=1, max_size=5))
+    name = draw(
+        st.sampled_from(_NAMES)
+        | st.text(st.characters(codec="ascii", exclude_characters="/."), min_size=1, max_size=5)
+    )
     if kind in ("dataset", "add"):
         return kind, pick, name, draw(dataset_spec(sizes))
     if kind == "attr":
-        value = draw(st.sampled_from([
-            "metasim_snapshot", "x", 1, 2, 99, -1, np.array([1, 2]), np.array(["a", "b"], dtype="S"), 1.5,
-            json.dumps({"joint_names": [1, "a"]}), "[" * 5000 + "]" * 5000, "<mujoco/>", b"\xff\xfe",
-            "<mujoco><worldbody><body><freejoint/><geom size='.1'/></body></worldbody></mujoco>"]))
+        value = draw(
+            st.sampled_from(
+                [
+                    "metasim_snapshot",
+                    "x",
+                    1,
+                    2,
+                    99,
+                    -1,
+                    np.array([1, 2]),
+                    np.array(["a", "b"], dtype="S"),
+                    1.5,
+                    json.dumps({"joint_names": [1, "a"]}),
+                    "[" * 5000 + "]" * 5000,
+                    "<mujoco/>",
+                    b"\xff\xfe",
+                    "<mujoco><worldbody><body><freejoint/><geom size='.1'/></body></worldbody></mujoco>",
+                ]
+            )
+        )
         return kind, pick, draw(st.sampled_from(_ATTRS)), value
     if kind == "values":
         return kind, pick, draw(st.sampled_from([np.nan, np.inf, 1e300, -1e12, 0.0, 7.5])), None
@@ -235,8 +358,12 @@ def test_mutated_files(data, sim, templates, tmp_path_factory):
     path.unlink()
 
 
-@given(flips=st.lists(st.tuples(st.floats(0, 1, exclude_max=True), st.integers(0, 7)), min_size=1, max_size=6),
-       template=st.sampled_from(["own", "own_traj", "isd", "robomimic"]))
+@given(
+    flips=st.lists(
+        st.tuples(st.floats(0, 1, exclude_max=True), st.integers(0, 7)), min_size=1, max_size=6
+    ),
+    template=st.sampled_from(["own", "own_traj", "isd", "robomimic"]),
+)
 def test_bit_flipped_files(flips, template, sim, templates, tmp_path_factory):
     raw = bytearray(templates[template])
     for where, bit in flips:
@@ -247,7 +374,10 @@ def test_bit_flipped_files(flips, template, sim, templates, tmp_path_factory):
     path.unlink()
 
 
-@given(cut=st.floats(0, 1, exclude_max=True), template=st.sampled_from(["own", "own_traj", "isd", "per_object"]))
+@given(
+    cut=st.floats(0, 1, exclude_max=True),
+    template=st.sampled_from(["own", "own_traj", "isd", "per_object"]),
+)
 def test_truncated_files(cut, template, sim, templates, tmp_path_factory):
     raw = templates[template]
     path = _scratch(tmp_path_factory)
@@ -262,11 +392,11 @@ def test_looping_global_heap_is_refused(sim, templates, tmp_path):
     child process so that a regression fails this test instead of hanging the suite."""
     raw = bytearray(templates["robomimic"])
     at = raw.find(b"GCOL")
-    p, end = at + 16, at + int.from_bytes(raw[at + 8:at + 16], "little")
-    while int.from_bytes(raw[p:p + 2], "little") != 0:  # walk to the free-space object
-        p += 16 + ((int.from_bytes(raw[p + 8:p + 16], "little") + 7) & ~7)
+    p, end = at + 16, at + int.from_bytes(raw[at + 8 : at + 16], "little")
+    while int.from_bytes(raw[p : p + 2], "little") != 0:  # walk to the free-space object
+        p += 16 + ((int.from_bytes(raw[p + 8 : p + 16], "little") + 7) & ~7)
     assert p < end
-    raw[p + 8:p + 16] = bytes(8)
+    raw[p + 8 : p + 16] = bytes(8)
     path = tmp_path / "looping_heap.h5"
     path.write_bytes(bytes(raw))
     script = textwrap.dedent(f"""
@@ -280,7 +410,9 @@ def test_looping_global_heap_is_refused(sim, templates, tmp_path):
             print(exc)
     """)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env)
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env
+    )
     assert f"global heap at byte {at} is malformed" in out.stdout, out.stdout + out.stderr[-2000:]
 
 
@@ -298,24 +430,54 @@ def _hostile_files(directory: Path, sim: Sim) -> list[Path]:
     m, n = sim.h.model, len(sim.row)
     sig = model_signature(m)
     specs: dict[str, Any] = {
-        "integration_rows": lambda f: _own(f, sig, {"envs/env_0/integration_state": ((10**12, n), "f8")}),
-        "integration_wide": lambda f: _own(f, sig, {"envs/env_0/integration_state": ((1, 10**12), "f8")}),
+        "integration_rows": lambda f: _own(
+            f, sig, {"envs/env_0/integration_state": ((10**12, n), "f8")}
+        ),
+        "integration_wide": lambda f: _own(
+            f, sig, {"envs/env_0/integration_state": ((1, 10**12), "f8")}
+        ),
         "integration_0d": lambda f: _own(f, sig, {"envs/env_0/integration_state": ((), "f8")}),
-        "tree_leaves": lambda f: _own(f, "0" * 64, {f"envs/env_0/state/objects/cube/{k}": ((1, 10**7), "f8")
-                                                   for k in ("pos", "rot", "vel", "ang_vel")}),
-        "tree_deep_rows": lambda f: _own(f, "0" * 64, {"envs/env_0/state/objects/cube/pos": ((10**12, 3), "f8")}),
-        "isd_rows": lambda f: _datasets(f, {"initial_state_data/qpos": ((10**12, m.nq), "f8"),
-                                           "initial_state_data/body_pos": ((10**12, m.nbody, 3), "f8")}),
-        "isd_bodies": lambda f: _datasets(f, {"initial_state_data/qpos": ((1, m.nq), "f8"),
-                                             "initial_state_data/body_pos": ((1, 10**9, 3), "f8")}),
-        "per_object": lambda f: _datasets(f, {f"{k}_joint_qpos": ((1, 9 * 10**6), "f8") for k in ("cube", "box", "franka")}
-                                          | {"obs/robot0_joint_pos": ((10**12, 9 * 10**6), "f8")}),
+        "tree_leaves": lambda f: _own(
+            f,
+            "0" * 64,
+            {
+                f"envs/env_0/state/objects/cube/{k}": ((1, 10**7), "f8")
+                for k in ("pos", "rot", "vel", "ang_vel")
+            },
+        ),
+        "tree_deep_rows": lambda f: _own(
+            f, "0" * 64, {"envs/env_0/state/objects/cube/pos": ((10**12, 3), "f8")}
+        ),
+        "isd_rows": lambda f: _datasets(
+            f,
+            {
+                "initial_state_data/qpos": ((10**12, m.nq), "f8"),
+                "initial_state_data/body_pos": ((10**12, m.nbody, 3), "f8"),
+            },
+        ),
+        "isd_bodies": lambda f: _datasets(
+            f,
+            {
+                "initial_state_data/qpos": ((1, m.nq), "f8"),
+                "initial_state_data/body_pos": ((1, 10**9, 3), "f8"),
+            },
+        ),
+        "per_object": lambda f: _datasets(
+            f,
+            {f"{k}_joint_qpos": ((1, 9 * 10**6), "f8") for k in ("cube", "box", "franka")}
+            | {"obs/robot0_joint_pos": ((10**12, 9 * 10**6), "f8")},
+        ),
         "flattened": lambda f: _datasets(f, {"initial_state": ((10**12, 1 + m.nq + m.nv), "f8")}),
-        "robomimic": lambda f: _datasets(f, {f"data/demo_{i}/states": ((10**12, 10**6), "f8") for i in range(3)}),
+        "robomimic": lambda f: _datasets(
+            f, {f"data/demo_{i}/states": ((10**12, 10**6), "f8") for i in range(3)}
+        ),
         "names": lambda f: _datasets(f, {"model/joint_names": ((10**12,), h5py.string_dtype())}),
-        "compressed": lambda f: f.create_dataset("cube_joint_qpos", data=np.zeros((1, 4 * 10**6)), compression="gzip",
-                                                 chunks=(1, 10**6)),
-        "contiguous": lambda f: f.create_dataset("initial_state", shape=(10**9, 1 + m.nq + m.nv), dtype="f8"),
+        "compressed": lambda f: f.create_dataset(
+            "cube_joint_qpos", data=np.zeros((1, 4 * 10**6)), compression="gzip", chunks=(1, 10**6)
+        ),
+        "contiguous": lambda f: f.create_dataset(
+            "initial_state", shape=(10**9, 1 + m.nq + m.nv), dtype="f8"
+        ),
     }
     out = []
     for name, build in specs.items():
@@ -333,8 +495,14 @@ def _datasets(f: h5py.File, shapes: dict[str, tuple]) -> None:
 
 
 def _own(f: h5py.File, sig: Any, shapes: dict[str, tuple]) -> None:
-    f.attrs.update({"format": "metasim_snapshot", "version": 1, "state_spec": int(_SIG),
-                    "signature_hash": sig["hash"] if isinstance(sig, dict) else sig})
+    f.attrs.update(
+        {
+            "format": "metasim_snapshot",
+            "version": 1,
+            "state_spec": int(_SIG),
+            "signature_hash": sig["hash"] if isinstance(sig, dict) else sig,
+        }
+    )
     _datasets(f, shapes)
 
 
@@ -371,13 +539,17 @@ def test_declared_sizes_cost_no_memory(tmp_path, sim):
         print(tracemalloc.get_traced_memory()[1] // 2**20)
     """)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     lines = out.stdout.strip().splitlines()
     rss_mb, traced_mb = map(int, lines[-2].split())
     control_mb = int(lines[-1])
-    print(f"loading {len(paths)} hostile files twice: peak RSS growth {rss_mb} MB, peak traced allocation "
-          f"{traced_mb} MB (control, one 40 MB dataset read whole: {control_mb} MB traced)")
+    print(
+        f"loading {len(paths)} hostile files twice: peak RSS growth {rss_mb} MB, peak traced allocation "
+        f"{traced_mb} MB (control, one 40 MB dataset read whole: {control_mb} MB traced)"
+    )
     assert rss_mb < 200 and traced_mb < 20
     assert control_mb >= 38, "the measurement would not see a whole dataset being read"
 
@@ -397,7 +569,9 @@ def test_max_bytes_is_checked_before_opening(tmp_path, sim, templates):
     good = tmp_path / "own.h5"
     good.write_bytes(templates["own"])
     size = good.stat().st_size
-    with pytest.raises(SnapshotError, match=f"{size} bytes, larger than the limit max_bytes={size - 1}"):
+    with pytest.raises(
+        SnapshotError, match=f"{size} bytes, larger than the limit max_bytes={size - 1}"
+    ):
         load_snapshot(sim.h, good, max_bytes=size - 1)
     assert sim.fingerprint() == before
     assert attempt(sim, good, max_bytes=size).startswith("restored")
@@ -430,7 +604,9 @@ def test_max_steps_on_save(tmp_path, sim):
     with pytest.raises(SnapshotError, match=r"longer than max_steps=10 \(11 steps\)"):
         save_snapshot(h, tmp_path / "a.h5", [0], np.stack([row] * 11), max_steps=10)
     with pytest.raises(SnapshotError, match=r"longer than max_steps=10 \(11\+ steps\)"):
-        save_snapshot(h, tmp_path / "b.h5", [0], itertools.repeat(row), max_steps=10)  # endless: stops at 11
+        save_snapshot(
+            h, tmp_path / "b.h5", [0], itertools.repeat(row), max_steps=10
+        )  # endless: stops at 11
     assert not list(tmp_path.iterdir())
     save_snapshot(h, tmp_path / "c.h5", [0], [row] * 10, max_steps=10)
     assert load_snapshot(h, tmp_path / "c.h5").count == 10
@@ -442,13 +618,17 @@ def test_bad_limits_are_refused(value, tmp_path, sim, templates):
     path = tmp_path / "own.h5"
     path.write_bytes(templates["own"])
     for kwargs in ({"max_bytes": value}, {"max_steps": value}):
-        with pytest.raises(SnapshotError, match=f"{next(iter(kwargs))} must be None or an int >= 0"):
+        with pytest.raises(
+            SnapshotError, match=f"{next(iter(kwargs))} must be None or an int >= 0"
+        ):
             load_snapshot(sim.h, path, **kwargs)
     with pytest.raises(SnapshotError, match="max_steps must be None or an int >= 0"):
         save_snapshot(sim.h, tmp_path / "x.h5", max_steps=value)
 
 
-@pytest.mark.parametrize("trajectory", [np.zeros((2, 3), dtype=complex), [["a"] * 3] * 2, 5, None, [[1, None]]])
+@pytest.mark.parametrize(
+    "trajectory", [np.zeros((2, 3), dtype=complex), [["a"] * 3] * 2, 5, None, [[1, None]]]
+)
 def test_save_refuses_non_numeric_trajectories(trajectory, tmp_path, sim):
     if trajectory is None:
         trajectory = np.zeros((2, len(sim.row)), dtype=bool)

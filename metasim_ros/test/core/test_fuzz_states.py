@@ -1,3 +1,5 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """Property-based tests of MujocoHandler.set_states and step(actions), on both test scenes.
 
 Every request is either applied exactly (get_states then returns what was set, quaternions
@@ -5,6 +7,7 @@ renormalised) or refused with a StateValidationError whose key names the offendi
 a refused request leaves the integration state and the robot targets bitwise unchanged.
 No other exception escapes.
 """
+
 from __future__ import annotations
 
 import copy
@@ -15,15 +18,31 @@ import pytest
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given, note  # noqa: E402
-from hypothesis.control import currently_in_test_context  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
+from hypothesis.control import currently_in_test_context  # noqa: E402
 
-from fuzz_support import (NUM_ENVS, SCENES, Scene, scene_of, bad_quat, check_applied, fingerprint,  # noqa: E402
-                          junk_numbers, non_string_key, not_a_mapping, resolve, unknown_name,
-                          valid_ang_vel, valid_number, valid_quat, valid_scalar, wrong_length)
-
+from fuzz_support import (  # noqa: E402
+    NUM_ENVS,
+    SCENES,
+    Scene,
+    bad_quat,
+    check_applied,
+    fingerprint,
+    junk_numbers,
+    non_string_key,
+    not_a_mapping,
+    resolve,
+    scene_of,
+    unknown_name,
+    valid_ang_vel,
+    valid_number,
+    valid_quat,
+    valid_scalar,
+    wrong_length,
+)
 from metasim_ros.core import StateValidationError  # noqa: E402
 from metasim_ros.core.state.schema import MODEL_KEYS, ROBOT_KEYS  # noqa: E402
+
 
 # -- requests ----------------------------------------------------------------------------
 @st.composite
@@ -32,12 +51,18 @@ def valid_model_request(draw: st.DrawFn, scene: Scene, name: str) -> dict:
     spec = scene.models[name]
     out: dict[str, Any] = {}
     if spec.free:
-        for k, value in (("pos", st.lists(valid_number, min_size=3, max_size=3)), ("rot", valid_quat()),
-                         ("vel", st.lists(valid_number, min_size=3, max_size=3)), ("ang_vel", valid_ang_vel)):
+        for k, value in (
+            ("pos", st.lists(valid_number, min_size=3, max_size=3)),
+            ("rot", valid_quat()),
+            ("vel", st.lists(valid_number, min_size=3, max_size=3)),
+            ("ang_vel", valid_ang_vel),
+        ):
             if draw(st.booleans()):
                 out[k] = draw(value)
     for k in ("dof_pos", "dof_vel"):
-        joints = draw(st.lists(st.sampled_from(sorted(spec.joints)), unique=True)) if spec.joints else []
+        joints = (
+            draw(st.lists(st.sampled_from(sorted(spec.joints)), unique=True)) if spec.joints else []
+        )
         if not joints and not draw(st.booleans()):
             continue
         values = {}
@@ -53,7 +78,11 @@ def valid_model_request(draw: st.DrawFn, scene: Scene, name: str) -> dict:
     if spec.section == "robots":
         for k in ("dof_pos_target", "dof_vel_target"):
             if draw(st.booleans()):
-                joints = draw(st.lists(st.sampled_from(spec.targets), unique=True)) if spec.targets else []
+                joints = (
+                    draw(st.lists(st.sampled_from(spec.targets), unique=True))
+                    if spec.targets
+                    else []
+                )
                 out[k] = {j: draw(valid_scalar()) for j in joints}
     return out
 
@@ -69,7 +98,9 @@ def valid_request(draw: st.DrawFn, scene: Scene) -> dict:
         req.setdefault("objects", {})
     if scene.cameras and draw(st.booleans()):
         cam = draw(st.sampled_from(scene.cameras))
-        req["cameras"] = {cam: {"rgb": draw(junk_numbers)}}  # camera values are observations: ignored
+        req["cameras"] = {
+            cam: {"rgb": draw(junk_numbers)}
+        }  # camera values are observations: ignored
     return req
 
 
@@ -82,14 +113,30 @@ def _numeric_leaves(scene: Scene, req: dict) -> list[tuple[tuple[str, ...], str]
                 continue
             base = (section, name)
             if spec.free:
-                leaves += [(base + (k,), "quat" if k == "rot" else "vec3") for k in ("pos", "rot", "vel", "ang_vel")]
+                leaves += [
+                    (base + (k,), "quat" if k == "rot" else "vec3")
+                    for k in ("pos", "rot", "vel", "ang_vel")
+                ]
             for j, kind in spec.joints.items():
-                leaves.append((base + ("dof_pos", j), {"scalar": "scalar", "ball": "quat", "free": "vec7"}[kind]))
-                leaves.append((base + ("dof_vel", j), {"scalar": "scalar", "ball": "vec3", "free": "vec6"}[kind]))
+                leaves.append(
+                    (
+                        base + ("dof_pos", j),
+                        {"scalar": "scalar", "ball": "quat", "free": "vec7"}[kind],
+                    )
+                )
+                leaves.append(
+                    (
+                        base + ("dof_vel", j),
+                        {"scalar": "scalar", "ball": "vec3", "free": "vec6"}[kind],
+                    )
+                )
             for j in spec.targets:
                 leaves += [(base + (k, j), "scalar") for k in ("dof_pos_target", "dof_vel_target")]
             for b in spec.bodies:  # derived: still shape- and value-checked
-                leaves += [(base + ("body", b, k), "quat" if k == "rot" else "vec3") for k in ("pos", "rot", "vel", "ang_vel")]
+                leaves += [
+                    (base + ("body", b, k), "quat" if k == "rot" else "vec3")
+                    for k in ("pos", "rot", "vel", "ang_vel")
+                ]
     return leaves
 
 
@@ -106,7 +153,9 @@ def faulty_request(draw: st.DrawFn, scene: Scene) -> tuple[dict, str]:
     req = draw(valid_request(scene))
     req.pop("cameras", None)
     models = sorted(scene.models)
-    kind = draw(st.sampled_from(["value", "unknown", "non_string", "not_mapping", "section", "target"]))
+    kind = draw(
+        st.sampled_from(["value", "unknown", "non_string", "not_mapping", "section", "target"])
+    )
     if kind == "value":
         path, shape = draw(st.sampled_from(_numeric_leaves(scene, req)))
         n = {"scalar": 1, "vec3": 3, "quat": 4, "vec6": 6, "vec7": 7}[shape]
@@ -122,7 +171,12 @@ def faulty_request(draw: st.DrawFn, scene: Scene) -> tuple[dict, str]:
         untargeted = sorted(set(spec.joints) - set(spec.targets))
         if spec.section == "objects" or not untargeted:
             _put(req, (spec.section, name, k), {})
-            return req, f"{spec.section}.{name}.{k}" if spec.section == "objects" else _unknown_leaf(draw, req, scene)
+            return (
+                req,
+                f"{spec.section}.{name}.{k}"
+                if spec.section == "objects"
+                else _unknown_leaf(draw, req, scene),
+            )
         j = draw(st.sampled_from(untargeted))
         _put(req, (spec.section, name, k, j), 0.0)
         return req, f"{spec.section}.{name}.{k}.{j}"
@@ -135,16 +189,27 @@ def faulty_request(draw: st.DrawFn, scene: Scene) -> tuple[dict, str]:
     name = draw(st.sampled_from(models))
     spec = scene.models[name]
     levels: list[tuple[tuple[str, ...], tuple[str, ...]]] = [  # (parent path, names known there)
-        ((), ("objects", "robots", "cameras")), (("objects",), ()), (("robots",), ()),
+        ((), ("objects", "robots", "cameras")),
+        (("objects",), ()),
+        (("robots",), ()),
         ((spec.section, name), ROBOT_KEYS if spec.section == "robots" else MODEL_KEYS),
-        ((spec.section, name, "dof_pos"), tuple(spec.joints)), ((spec.section, name, "dof_vel"), tuple(spec.joints)),
+        ((spec.section, name, "dof_pos"), tuple(spec.joints)),
+        ((spec.section, name, "dof_vel"), tuple(spec.joints)),
         ((spec.section, name, "body"), spec.bodies),
-        ((spec.section, name, "body", draw(st.sampled_from(spec.bodies))), ("pos", "rot", "vel", "ang_vel")),
+        (
+            (spec.section, name, "body", draw(st.sampled_from(spec.bodies))),
+            ("pos", "rot", "vel", "ang_vel"),
+        ),
     ]
     if spec.section == "robots":
-        levels += [((spec.section, name, k), spec.targets) for k in ("dof_pos_target", "dof_vel_target")]
+        levels += [
+            ((spec.section, name, k), spec.targets) for k in ("dof_pos_target", "dof_vel_target")
+        ]
     if scene.cameras:
-        levels += [(("cameras",), ()), (("cameras", scene.cameras[0]), ("rgb", "depth", "pos", "look_at"))]
+        levels += [
+            (("cameras",), ()),
+            (("cameras", scene.cameras[0]), ("rgb", "depth", "pos", "look_at")),
+        ]
     parent, _ = draw(st.sampled_from(levels))
     if kind == "not_mapping":
         if not parent:
@@ -173,11 +238,41 @@ def _get(req: dict, path: tuple) -> Any:
 
 
 def _junk_tree() -> st.SearchStrategy[Any]:
-    names = st.sampled_from(["objects", "robots", "cameras", "franka", "cube", "box", "walker", "ball", "pos",
-                             "rot", "vel", "ang_vel", "dof_pos", "dof_vel", "body", "hip", "knee", "panda_joint1",
-                             "box_joint", "dof_pos_target", "cabinet", "door_hinge", "camera0", "cam"]) | unknown_name
+    names = (
+        st.sampled_from(
+            [
+                "objects",
+                "robots",
+                "cameras",
+                "franka",
+                "cube",
+                "box",
+                "walker",
+                "ball",
+                "pos",
+                "rot",
+                "vel",
+                "ang_vel",
+                "dof_pos",
+                "dof_vel",
+                "body",
+                "hip",
+                "knee",
+                "panda_joint1",
+                "box_joint",
+                "dof_pos_target",
+                "cabinet",
+                "door_hinge",
+                "camera0",
+                "cam",
+            ]
+        )
+        | unknown_name
+    )
     leaves = junk_numbers | valid_number | st.lists(valid_number, min_size=3, max_size=4)
-    return st.recursive(leaves, lambda c: st.dictionaries(names | non_string_key, c, max_size=4), max_leaves=12)
+    return st.recursive(
+        leaves, lambda c: st.dictionaries(names | non_string_key, c, max_size=4), max_leaves=12
+    )
 
 
 # -- properties --------------------------------------------------------------------------
@@ -232,7 +327,9 @@ def test_arbitrary_requests_never_escape(scene_name, data):
     h = scene.handler
     shape = data.draw(st.sampled_from(["list", "count", "container"]), "shape")
     if shape == "container":
-        requests = data.draw(st.one_of(st.none(), st.text(max_size=3), _junk_tree(), st.integers()), "requests")
+        requests = data.draw(
+            st.one_of(st.none(), st.text(max_size=3), _junk_tree(), st.integers()), "requests"
+        )
     else:
         n = NUM_ENVS if shape == "list" else data.draw(st.sampled_from([0, 1, 3, 17]), "count")
         requests = [data.draw(_junk_tree(), f"env {e}") for e in range(n)]
@@ -244,7 +341,11 @@ def test_arbitrary_requests_never_escape(scene_name, data):
     except StateValidationError as err:
         note(f"rejected: {err}")
         assert fingerprint(h) == before
-        if isinstance(requests, (list, tuple)) and len(requests) == NUM_ENVS and err.env_id is not None:
+        if (
+            isinstance(requests, (list, tuple))
+            and len(requests) == NUM_ENVS
+            and err.env_id is not None
+        ):
             assert resolve(requests[err.env_id], err.key), f"{err.key!r} is not in the request"
         else:
             assert err.key == "" and err.env_id is None
@@ -264,8 +365,10 @@ def _same(a: Any, b: Any) -> bool:
     return np.asarray(a).tobytes() == np.asarray(b).tobytes()
 
 
-@pytest.mark.parametrize("env_ids", [[0.0], [1.5], ["0"], [None], [True], 1, "01", [0, 0], [-1], [2],
-                                     [np.int64(5)], [object()]])
+@pytest.mark.parametrize(
+    "env_ids",
+    [[0.0], [1.5], ["0"], [None], [True], 1, "01", [0, 0], [-1], [2], [np.int64(5)], [object()]],
+)
 def test_bad_env_ids_are_refused(env_ids):
     scene = scene_of("default")
     before = fingerprint(scene.handler)
@@ -284,9 +387,17 @@ def valid_action(draw: st.DrawFn, scene: Scene) -> tuple[dict, dict]:
         entry = {}
         for k in ("dof_pos_target", "dof_vel_target"):
             if draw(st.booleans()):
-                joints = draw(st.lists(st.sampled_from(spec.targets), unique=True)) if spec.targets else []
-                entry[k] = {j: draw(st.floats(-2, 2) | st.integers(-2, 2) | st.floats(-2, 2).map(lambda v: [v]))
-                            for j in joints}
+                joints = (
+                    draw(st.lists(st.sampled_from(spec.targets), unique=True))
+                    if spec.targets
+                    else []
+                )
+                entry[k] = {
+                    j: draw(
+                        st.floats(-2, 2) | st.integers(-2, 2) | st.floats(-2, 2).map(lambda v: [v])
+                    )
+                    for j in joints
+                }
         targets[spec.name] = entry
     wrapped = draw(st.booleans())
     return ({"robots": targets} if wrapped else targets), targets
@@ -308,9 +419,14 @@ def test_actions_apply_targets_then_step(scene_name, data):
             for k in ("dof_pos_target", "dof_vel_target"):
                 for j, now in state[k].items():
                     given_ = targets.get(robot, {}).get(k, {})
-                    want = np.float64(np.asarray(given_[j], dtype=np.float64).reshape(())) if j in given_ \
+                    want = (
+                        np.float64(np.asarray(given_[j], dtype=np.float64).reshape(()))
+                        if j in given_
                         else before[e]["robots"][robot][k][j]
-                    assert np.float64(now).tobytes() == np.float64(want).tobytes(), f"{robot}.{k}.{j}"
+                    )
+                    assert np.float64(now).tobytes() == np.float64(want).tobytes(), (
+                        f"{robot}.{k}.{j}"
+                    )
 
 
 @st.composite
@@ -321,12 +437,18 @@ def faulty_action(draw: st.DrawFn, scene: Scene) -> tuple[Any, str]:
     inner = action["robots"] if wrapped else action
     robots = [s for s in scene.models.values() if s.section == "robots"]
     objects = [s for s in scene.models.values() if s.section == "objects"]
-    kind = draw(st.sampled_from(["value", "unknown_model", "object", "unknown_key", "unknown_joint", "not_mapping"]))
+    kind = draw(
+        st.sampled_from(
+            ["value", "unknown_model", "object", "unknown_key", "unknown_joint", "not_mapping"]
+        )
+    )
     robot = draw(st.sampled_from(robots))
     if kind == "value" and robot.targets:
         k = draw(st.sampled_from(["dof_pos_target", "dof_vel_target"]))
         j = draw(st.sampled_from(robot.targets))
-        inner.setdefault(robot.name, {}).setdefault(k, {})[j] = draw(junk_numbers | wrong_length(1, True))
+        inner.setdefault(robot.name, {}).setdefault(k, {})[j] = draw(
+            junk_numbers | wrong_length(1, True)
+        )
         return action, f"{prefix}{robot.name}.{k}.{j}"
     if kind == "unknown_model":
         name = draw(unknown_name)

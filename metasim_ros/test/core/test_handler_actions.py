@@ -1,4 +1,7 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """Actions: targets persist, are reported, and the actuators reach them."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,8 +12,14 @@ import numpy as np
 from metasim_ros.core import MujocoHandler
 
 ARTICULATED = str(Path(__file__).parent / "scenes" / "articulated.xml")
-TARGETS = {"panda_joint1": 0.5, "panda_joint2": -0.3, "panda_joint4": -2.0, "panda_joint6": 1.2,
-           "panda_finger_joint1": 0.02, "panda_finger_joint2": 0.01}
+TARGETS = {
+    "panda_joint1": 0.5,
+    "panda_joint2": -0.3,
+    "panda_joint4": -2.0,
+    "panda_joint6": 1.2,
+    "panda_finger_joint1": 0.02,
+    "panda_finger_joint2": 0.01,
+}
 
 
 def test_franka_reaches_position_targets():
@@ -29,7 +38,10 @@ def test_targets_persist_and_reset_restores_home():
     h = MujocoHandler()
     h.step([{"franka": {"dof_pos_target": {"panda_joint1": 0.4}}}])
     h.step(n=500)
-    assert abs(h.get_states(render=False)[0]["robots"]["franka"]["dof_pos"]["panda_joint1"] - 0.4) < 2e-3
+    assert (
+        abs(h.get_states(render=False)[0]["robots"]["franka"]["dof_pos"]["panda_joint1"] - 0.4)
+        < 2e-3
+    )
     h.reset()
     s = h.get_states(render=False)[0]["robots"]["franka"]
     home = h.model.key("home").qpos[:9]
@@ -40,8 +52,18 @@ def test_targets_persist_and_reset_restores_home():
 def test_servo_ctrl_tracks_velocity_targets():
     """ctrl = p* + kv/kp v* turns kp(ctrl-q) - kv qdot into kp(p*-q) + kv(v*-qdot)."""
     h = MujocoHandler()
-    h.set_states([{"robots": {"franka": {"dof_pos_target": {"panda_joint3": 0.2},
-                                         "dof_vel_target": {"panda_joint3": 0.5}}}}])
+    h.set_states(
+        [
+            {
+                "robots": {
+                    "franka": {
+                        "dof_pos_target": {"panda_joint3": 0.2},
+                        "dof_vel_target": {"panda_joint3": 0.5},
+                    }
+                }
+            }
+        ]
+    )
     m, a = h.model, h.model.actuator("panda_joint3").id
     kp, kv = m.actuator_gainprm[a, 0], -m.actuator_biasprm[a, 2]
     assert h.synced_data(0).ctrl[a] == m.actuator_gear[a, 0] * (0.2 + kv / kp * 0.5)

@@ -1,4 +1,7 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """get_states / set_states: exact round trips and the meaning of every value."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -37,7 +40,9 @@ def test_state_copies_to_another_env(scene, scramble):
     h.set_states(h.get_states([0], render=False), env_ids=[1])
     d0, d1 = h.synced_data(0), h.synced_data(1)
     assert d1.qpos.tobytes() == d0.qpos.tobytes()
-    np.testing.assert_allclose(d1.qvel, d0.qvel, rtol=0, atol=1e-12)  # local<->world angular velocity
+    np.testing.assert_allclose(
+        d1.qvel, d0.qvel, rtol=0, atol=1e-12
+    )  # local<->world angular velocity
 
 
 def test_partial_state_changes_only_what_is_given():
@@ -46,7 +51,7 @@ def test_partial_state_changes_only_what_is_given():
     h.set_states([{"objects": {"cube": {"pos": [0.5, 0.1, 0.9]}}}])
     qpos = h.synced_data(0).qpos
     adr = h.model.jnt_qposadr[h.model.joint("cube_joint").id]
-    np.testing.assert_array_equal(qpos[adr:adr + 3], [0.5, 0.1, 0.9])
+    np.testing.assert_array_equal(qpos[adr : adr + 3], [0.5, 0.1, 0.9])
     changed = np.flatnonzero(qpos != before)
     assert set(changed) <= {adr, adr + 1, adr + 2}
     np.testing.assert_array_equal(h.synced_data(0).body("cube").xpos, [0.5, 0.1, 0.9])  # forwarded
@@ -57,8 +62,17 @@ def test_types_and_layout():
     s = h.get_states(render=False)[0]
     assert set(s) == {"objects", "robots", "cameras"}
     franka = s["robots"]["franka"]
-    assert set(franka) == {"pos", "rot", "vel", "ang_vel", "dof_pos", "dof_vel", "body",
-                           "dof_pos_target", "dof_vel_target"}
+    assert set(franka) == {
+        "pos",
+        "rot",
+        "vel",
+        "ang_vel",
+        "dof_pos",
+        "dof_vel",
+        "body",
+        "dof_pos_target",
+        "dof_vel_target",
+    }
     assert all(type(v) is float for v in franka["dof_pos"].values())
     for key, n in (("pos", 3), ("rot", 4), ("vel", 3), ("ang_vel", 3)):
         assert franka[key].dtype == np.float64 and franka[key].shape == (n,)
@@ -73,8 +87,8 @@ def test_ball_joints_are_quaternions(scramble):
     s = h.get_states(render=False)[0]["robots"]["walker"]
     d, m = h.synced_data(0), h.model
     hip = m.joint("hip")
-    np.testing.assert_array_equal(s["dof_pos"]["hip"], d.qpos[hip.qposadr[0]:hip.qposadr[0] + 4])
-    np.testing.assert_array_equal(s["dof_vel"]["hip"], d.qvel[hip.dofadr[0]:hip.dofadr[0] + 3])
+    np.testing.assert_array_equal(s["dof_pos"]["hip"], d.qpos[hip.qposadr[0] : hip.qposadr[0] + 4])
+    np.testing.assert_array_equal(s["dof_vel"]["hip"], d.qvel[hip.dofadr[0] : hip.dofadr[0] + 3])
     assert "walker_root" not in s["dof_pos"]
 
 
@@ -136,8 +150,8 @@ def test_free_root_angular_velocity_is_world_frame():
     d = h.synced_data(0)
     xmat = d.body("walker").xmat.reshape(3, 3)
     adr = h.model.joint("walker_root").dofadr[0]
-    np.testing.assert_allclose(xmat @ d.qvel[adr + 3:adr + 6], ang, atol=1e-12)
-    np.testing.assert_allclose(d.qvel[adr + 3:adr + 6], [0, 0, 2.0], atol=1e-12)  # z is shared
+    np.testing.assert_allclose(xmat @ d.qvel[adr + 3 : adr + 6], ang, atol=1e-12)
+    np.testing.assert_allclose(d.qvel[adr + 3 : adr + 6], [0, 0, 2.0], atol=1e-12)  # z is shared
 
 
 def test_fixed_root_is_read_only():
@@ -151,11 +165,16 @@ def test_fixed_root_is_read_only():
 
 def test_body_entries_accepted_when_consistent_with_joints(same):
     h = MujocoHandler(num_envs=2)
-    h.set_states([{"robots": {"franka": {"dof_pos": {"panda_joint1": 0.5, "panda_joint2": 0.2}}}}], env_ids=[0])
+    h.set_states(
+        [{"robots": {"franka": {"dof_pos": {"panda_joint1": 0.5, "panda_joint2": 0.2}}}}],
+        env_ids=[0],
+    )
     s0 = h.get_states([0], render=False)[0]
     h.set_states([s0], env_ids=[1])  # joints and the body poses they produce: accepted
     assert same(h.get_states([1], render=False)[0]["robots"], s0["robots"])
-    s0["robots"]["franka"]["body"]["panda_hand"]["pos"] = s0["robots"]["franka"]["body"]["panda_hand"]["pos"] + 0.01
+    s0["robots"]["franka"]["body"]["panda_hand"]["pos"] = (
+        s0["robots"]["franka"]["body"]["panda_hand"]["pos"] + 0.01
+    )
     with pytest.raises(StateValidationError) as exc:
         h.set_states([s0], env_ids=[1])
     assert exc.value.key == "robots.franka.body.panda_hand.pos"

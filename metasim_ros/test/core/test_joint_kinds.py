@@ -1,4 +1,7 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """Joint kinds agree with MuJoCo's own sizes and identity positions."""
+
 from __future__ import annotations
 
 import mujoco
@@ -73,7 +76,7 @@ def test_widths_and_zero_positions_match_mujoco(model: mujoco.MjModel) -> None:
         kind = KINDS[int(model.jnt_type[j])]
         assert kind.qpos_width == qend[j] - model.jnt_qposadr[j]
         assert kind.dof_width == vend[j] - model.jnt_dofadr[j]
-        q0 = model.qpos0[model.jnt_qposadr[j]:qend[j]]
+        q0 = model.qpos0[model.jnt_qposadr[j] : qend[j]]
         np.testing.assert_array_equal(q0, np.array(kind.zero_position, dtype=float))
 
 
@@ -97,4 +100,5 @@ def test_kind_of_and_slices(model: mujoco.MjModel) -> None:
 def test_imports_nothing_of_the_project() -> None:
     source = open(joint_kinds.__file__, encoding="utf-8").read()
     assert "metasim_ros" not in "".join(
-        line for line in source.splitlines() if line.startswith(("import ", "from ")))
+        line for line in source.splitlines() if line.startswith(("import ", "from "))
+    )

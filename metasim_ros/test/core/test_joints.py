@@ -1,4 +1,7 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """Joint readings and errors (desired - current) against MuJoCo's own quaternion maths."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -28,7 +31,17 @@ def _same_rotation(a: np.ndarray, b: np.ndarray) -> bool:
 
 def test_hinge_error_against_target():
     h = MujocoHandler()
-    h.step([{"franka": {"dof_pos_target": {"panda_joint1": 0.3}, "dof_vel_target": {"panda_joint1": 0.1}}}], n=5)
+    h.step(
+        [
+            {
+                "franka": {
+                    "dof_pos_target": {"panda_joint1": 0.3},
+                    "dof_vel_target": {"panda_joint1": 0.1},
+                }
+            }
+        ],
+        n=5,
+    )
     r = _by_name(h.joint_states())["panda_joint1"]
     d, j = h.synced_data(0), h.model.joint("panda_joint1")
     assert r.type == mujoco.mjtJoint.mjJNT_HINGE
@@ -45,7 +58,11 @@ def test_joints_without_target_report_empty_errors():
     r = _by_name(h.joint_states())
     assert r["box_joint"].position.shape == (1,) and r["box_joint"].position_error.size == 0
     cube = r["cube_joint"]
-    assert cube.type == mujoco.mjtJoint.mjJNT_FREE and cube.position.shape == (7,) and cube.velocity.shape == (6,)
+    assert (
+        cube.type == mujoco.mjtJoint.mjJNT_FREE
+        and cube.position.shape == (7,)
+        and cube.velocity.shape == (6,)
+    )
 
 
 def test_zero_reference(scramble):
@@ -61,7 +78,9 @@ def test_zero_reference(scramble):
     root = r["walker_root"]
     assert root.position_error.shape == (6,) and root.velocity_error.shape == (6,)
     np.testing.assert_array_equal(root.position_error[:3], -root.position[:3])
-    assert _same_rotation(_integrate(root.position[3:], root.position_error[3:]), np.array([1.0, 0, 0, 0]))
+    assert _same_rotation(
+        _integrate(root.position[3:], root.position_error[3:]), np.array([1.0, 0, 0, 0])
+    )
 
 
 def test_ball_error_against_another_joint(scramble):

@@ -1,4 +1,7 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """Snapshot paths stay inside the snapshot directory, whatever a caller sends."""
+
 from __future__ import annotations
 
 import os
@@ -14,13 +17,20 @@ def test_plain_and_nested_names_resolve_inside(tmp_path):
     assert resolve_inside(tmp_path, "./x/./a.h5") == tmp_path.resolve() / "x/a.h5"
 
 
-@pytest.mark.parametrize("name, words", [
-    ("", "empty"), ("   ", "empty"),
-    ("../outside.h5", "'..'"), ("a/../../outside.h5", "'..'"),
-    ("/etc/passwd", "absolute"),
-    ("a\x00b.h5", "control"), ("line\nbreak.h5", "control"), ("bell\x07.h5", "control"),
-    (".", "directory itself"),
-])
+@pytest.mark.parametrize(
+    "name, words",
+    [
+        ("", "empty"),
+        ("   ", "empty"),
+        ("../outside.h5", "'..'"),
+        ("a/../../outside.h5", "'..'"),
+        ("/etc/passwd", "absolute"),
+        ("a\x00b.h5", "control"),
+        ("line\nbreak.h5", "control"),
+        ("bell\x07.h5", "control"),
+        (".", "directory itself"),
+    ],
+)
 def test_refused_names_say_why(tmp_path, name, words):
     with pytest.raises(PathRefused, match=words):
         resolve_inside(tmp_path, name)
@@ -32,7 +42,7 @@ def test_symlinks_leaving_the_directory_are_refused(tmp_path):
     (outside / "secret.h5").write_bytes(b"x")
     os.symlink(outside, root / "link_dir")
     os.symlink(outside / "secret.h5", root / "link_file.h5")
-    os.symlink(root / "inner", root / "inner_link")   # symlink that stays inside is fine
+    os.symlink(root / "inner", root / "inner_link")  # symlink that stays inside is fine
     for name in ("link_dir/secret.h5", "link_file.h5", "link_dir/new.h5"):
         with pytest.raises(PathRefused, match="outside"):
             resolve_inside(root, name)

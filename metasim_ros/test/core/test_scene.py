@@ -1,4 +1,7 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """Scene loading: the embedded default scene, other scenes, models and robots."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -11,7 +14,10 @@ from metasim_ros.core import MujocoHandler, default_scene_path
 from metasim_ros.core.errors import SceneError
 
 HOME = [0, -0.785398, 0, -2.356194, 0, 1.570796, 0.785398, 0.04, 0.04]
-FRANKA_JOINTS = [f"panda_joint{i}" for i in range(1, 8)] + ["panda_finger_joint1", "panda_finger_joint2"]
+FRANKA_JOINTS = [f"panda_joint{i}" for i in range(1, 8)] + [
+    "panda_finger_joint1",
+    "panda_finger_joint2",
+]
 
 
 def test_default_scene_contents():
@@ -23,7 +29,9 @@ def test_default_scene_contents():
     assert [r.name for r in h.robots] == ["franka"] and franka.kind == "robot" and not franka.free
     assert list(franka.joints) == FRANKA_JOINTS and h.target_joint_names == FRANKA_JOINTS
     assert cube.kind == "object" and cube.free and cube.joints == () and cube.bodies == ("cube",)
-    assert not box.free and {"box_body", "box_lid"} <= set(box.bodies) and box.joints == ("box_joint",)
+    assert (
+        not box.free and {"box_body", "box_lid"} <= set(box.bodies) and box.joints == ("box_joint",)
+    )
     assert h.model.jnt_type[h.model.joint("box_joint").id] == mujoco.mjtJoint.mjJNT_HINGE
     assert models["table"].kind == "object" and h.cameras == ["camera0"]
     assert h.model.nmesh == 0 and h.model.nu == 9

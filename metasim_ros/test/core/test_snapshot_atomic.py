@@ -1,3 +1,5 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """SIGKILL in the middle of save_snapshot never leaves a corrupt file at the target path."""
 
 from __future__ import annotations
@@ -54,4 +56,6 @@ def test_sigkill_mid_save_leaves_previous_file_or_none(tmp_path, delay):
     report = load_snapshot(MujocoHandler(), target)
     assert report.ok and report.exact and report.count == 2000
     leftovers = [p.name for p in tmp_path.iterdir() if p != target]
-    assert all(name.startswith(".snap.h5.") and name.endswith(".tmp") for name in leftovers), leftovers
+    assert all(name.startswith(".snap.h5.") and name.endswith(".tmp") for name in leftovers), (
+        leftovers
+    )

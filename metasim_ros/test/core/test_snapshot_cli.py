@@ -1,3 +1,5 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """``metasim-snapshot`` as a user runs it: real subprocesses, exit codes, output."""
 
 from __future__ import annotations
@@ -43,7 +45,9 @@ def test_record_inspect_verify_convert(tmp_path):
     legacy = tmp_path / "legacy.h5"
     with h5py.File(rec) as src, h5py.File(legacy, "w") as dst:
         nq, nv = int(src.attrs["nq"]), int(src.attrs["nv"])
-        rows = src["envs/env_0/integration_state"][:, : 1 + nq + nv]  # [time, qpos, qvel] lead the vector
+        rows = src["envs/env_0/integration_state"][
+            :, : 1 + nq + nv
+        ]  # [time, qpos, qvel] lead the vector
         dst["initial_state_data/qpos"] = rows[:, 1 : 1 + nq]
         dst["initial_state_data/qvel"] = rows[:, 1 + nq :]
     conv = tmp_path / "conv.h5"
@@ -52,7 +56,9 @@ def test_record_inspect_verify_convert(tmp_path):
     assert "converted 51 state(s)" in out.stdout and "'initial_state_data'" in out.stdout
     with h5py.File(conv) as f:
         assert f.attrs["format"] == "metasim_snapshot" and f.attrs["steps"] == 51
-        np.testing.assert_array_equal(f["envs/env_0/integration_state"][:, 1 : 1 + nq], rows[:, 1 : 1 + nq])
+        np.testing.assert_array_equal(
+            f["envs/env_0/integration_state"][:, 1 : 1 + nq], rows[:, 1 : 1 + nq]
+        )
 
 
 def test_failures_exit_nonzero_with_one_line(tmp_path):
@@ -67,7 +73,11 @@ def test_failures_exit_nonzero_with_one_line(tmp_path):
         out = cli(*args)
         assert out.returncode == 1, (args, out.stdout, out.stderr)
         lines = out.stderr.strip().splitlines()
-        assert len(lines) == 1 and lines[0].startswith("metasim-snapshot: error:") and message in lines[0], lines
+        assert (
+            len(lines) == 1
+            and lines[0].startswith("metasim-snapshot: error:")
+            and message in lines[0]
+        ), lines
         assert "Traceback" not in out.stderr
 
 

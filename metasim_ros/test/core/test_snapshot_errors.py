@@ -1,3 +1,5 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """Bad files and bad requests: one clear SnapshotError (or ok=False), and the simulation bitwise unchanged."""
 
 from __future__ import annotations
@@ -5,9 +7,9 @@ from __future__ import annotations
 import h5py
 import numpy as np
 import pytest
-from test_snapshot_support import fingerprint, flat, moving_handler, write_initial_state_data
 
 from metasim_ros.core.snapshot import SnapshotError, capture_state, load_snapshot, save_snapshot
+from test_snapshot_support import fingerprint, flat, moving_handler, write_initial_state_data
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +78,10 @@ CASES = {
     "directory": (lambda tmp, _: tmp, "not a regular file"),
     "not_hdf5": (_not_hdf5, "not an HDF5 file"),
     "no_layout": (_no_layout, "no known snapshot layout"),
-    "wrong_model": (_wrong_model, r"flattened: /initial_state rows have shape \(\d+,\), this model needs"),
+    "wrong_model": (
+        _wrong_model,
+        r"flattened: /initial_state rows have shape \(\d+,\), this model needs",
+    ),
     "nan": (_nan, "NaN"),
     "huge": (_huge, "rows have shape"),
     "wrong_dtype": (_strings, "expected numbers"),
@@ -132,7 +137,10 @@ def test_signature_mismatch_with_no_other_layout(tmp_path, handler, good_file):
             for name in list(f[f"envs/env_0/state/{kind}"]):
                 f[f"envs/env_0/state/{kind}"].move(name, f"other_{name}")
     before = fingerprint(handler)
-    with pytest.raises(SnapshotError, match="no layout .* fits this model: integration_state: model signature differs"):
+    with pytest.raises(
+        SnapshotError,
+        match="no layout .* fits this model: integration_state: model signature differs",
+    ):
         load_snapshot(handler, path)
     assert fingerprint(handler) == before
 

@@ -1,3 +1,5 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """Own format: a restore continues bit-identically; trajectories, named restore on other models."""
 
 from __future__ import annotations
@@ -5,10 +7,16 @@ from __future__ import annotations
 import h5py
 import numpy as np
 import pytest
-from test_snapshot_support import TARGET, forwarded, moving_handler, reordered_xml, write_initial_state_data
 
 from metasim_ros.core import MujocoHandler
 from metasim_ros.core.snapshot import SnapshotError, capture_state, load_snapshot, save_snapshot
+from test_snapshot_support import (
+    TARGET,
+    forwarded,
+    moving_handler,
+    reordered_xml,
+    write_initial_state_data,
+)
 
 CONTINUE = 1000
 
@@ -36,11 +44,18 @@ def test_restore_continues_bitwise(saved):
     assert report.max_qpos_error == 0.0 and report.max_qvel_error == 0.0
     assert report.max_body_pos_error == 0.0 and report.max_body_rot_error == 0.0
     assert capture_state(b).tobytes() == saved_state.tobytes()
-    assert b.get_states(render=False)[0]["robots"]["franka"]["dof_pos_target"] == TARGET  # handler-side targets too
+    assert (
+        b.get_states(render=False)[0]["robots"]["franka"]["dof_pos_target"] == TARGET
+    )  # handler-side targets too
     b.step(n=CONTINUE)
     d = b.synced_data(0)
-    diffs = [float(np.max(np.abs(x - y), initial=0.0)) for x, y in ((d.qpos, qpos), (d.qvel, qvel), (d.act, act))]
-    print(f"\nintegration-state restore, max |delta| after {CONTINUE} steps (qpos, qvel, act): {diffs}")
+    diffs = [
+        float(np.max(np.abs(x - y), initial=0.0))
+        for x, y in ((d.qpos, qpos), (d.qvel, qvel), (d.act, act))
+    ]
+    print(
+        f"\nintegration-state restore, max |delta| after {CONTINUE} steps (qpos, qvel, act): {diffs}"
+    )
     assert diffs == [0.0, 0.0, 0.0]
     assert d.qpos.tobytes() == qpos.tobytes() and d.qvel.tobytes() == qvel.tobytes()
 
@@ -55,7 +70,9 @@ def test_qpos_qvel_only_restore_diverges_measurably(saved):
     c.step(n=CONTINUE)
     d = c.synced_data(0)
     dq, dv = float(np.max(np.abs(d.qpos - qpos))), float(np.max(np.abs(d.qvel - qvel)))
-    print(f"\nqpos/qvel-only restore, max |delta| after {CONTINUE} steps: qpos {dq:.3e}, qvel {dv:.3e}")
+    print(
+        f"\nqpos/qvel-only restore, max |delta| after {CONTINUE} steps: qpos {dq:.3e}, qvel {dv:.3e}"
+    )
     assert np.isfinite(dq) and np.isfinite(dv)
 
 
@@ -92,7 +109,10 @@ def test_named_restore_survives_reordered_extended_scene(tmp_path):
         qa = a.synced_data(0).qpos[ja.qposadr[0] : ja.qposadr[0] + width]
         qb = b.synced_data(0).qpos[jb.qposadr[0] : jb.qposadr[0] + width]
         np.testing.assert_allclose(qb, qa, rtol=0, atol=1e-12)
-    cube_a, cube_b = forwarded(a).xpos[a.model.body("cube").id], b.synced_data(0).xpos[b.model.body("cube").id]
+    cube_a, cube_b = (
+        forwarded(a).xpos[a.model.body("cube").id],
+        b.synced_data(0).xpos[b.model.body("cube").id],
+    )
     np.testing.assert_allclose(cube_b, cube_a, rtol=0, atol=1e-12)
     assert report.max_body_pos_error < 1e-12 and report.max_body_vel_error < 1e-9
 

@@ -1,3 +1,5 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """Every legacy layout, written here the way the foreign tools write it, restores to MuJoCo's numbers."""
 
 from __future__ import annotations
@@ -5,6 +7,9 @@ from __future__ import annotations
 import h5py
 import numpy as np
 import pytest
+
+from metasim_ros.core import MujocoHandler
+from metasim_ros.core.snapshot import inspect_snapshot, load_snapshot
 from test_snapshot_support import (
     flat,
     moving_handler,
@@ -14,9 +19,6 @@ from test_snapshot_support import (
     write_per_object,
     write_robomimic,
 )
-
-from metasim_ros.core import MujocoHandler
-from metasim_ros.core.snapshot import inspect_snapshot, load_snapshot
 
 TOL = 1e-12
 
@@ -43,7 +45,10 @@ def test_initial_state_data(tmp_path, source):
     report = load_snapshot(h, path)
     assert_restored(report, h, source, "initial_state_data")
     assert report.max_body_pos_error <= TOL and report.max_body_rot_error <= 1e-9
-    assert inspect_snapshot(path)["layouts"]["initial_state_data"]["body_pos"] == [h.model.nbody - 1, 3]
+    assert inspect_snapshot(path)["layouts"]["initial_state_data"]["body_pos"] == [
+        h.model.nbody - 1,
+        3,
+    ]
 
 
 def test_per_object_and_robosuite_robot(tmp_path, source):
@@ -103,12 +108,18 @@ def test_robomimic_model_file_from_reordered_scene_matches_by_name(tmp_path):
         a, b = other.model.joint(name), h.model.joint(name)
         n = 7 if name == "cube_joint" else 1
         got = h.synced_data(0).qpos[b.qposadr[0] : b.qposadr[0] + n]
-        assert np.max(np.abs(got - other.synced_data(0).qpos[a.qposadr[0] : a.qposadr[0] + n])) <= TOL
+        assert (
+            np.max(np.abs(got - other.synced_data(0).qpos[a.qposadr[0] : a.qposadr[0] + n])) <= TOL
+        )
 
 
 def test_robomimic_uncompilable_model_file_falls_back_to_position(tmp_path, source):
     path = tmp_path / "robomimic_meshes.h5"
-    write_robomimic(path, flat(source)[None, :], '<mujoco><asset><mesh file="/nowhere/robot.stl"/></asset></mujoco>')
+    write_robomimic(
+        path,
+        flat(source)[None, :],
+        '<mujoco><asset><mesh file="/nowhere/robot.stl"/></asset></mujoco>',
+    )
     h = MujocoHandler()
     report = load_snapshot(h, path)
     assert_restored(report, h, source, "flattened")

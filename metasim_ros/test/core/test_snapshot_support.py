@@ -1,3 +1,5 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """Shared helpers for the snapshot tests: a scene in motion, state fingerprints, legacy file writers.
 
 No tests here; the legacy writers produce files the way the foreign tools lay them out.
@@ -55,7 +57,9 @@ def moving_handler(steps: int = 150, scene: str | None = None) -> MujocoHandler:
 def fingerprint(h: MujocoHandler, env_id: int = 0) -> bytes:
     """Integration state plus derived poses: equal bytes == bitwise unchanged simulation."""
     d = h.synced_data(env_id)
-    return capture_state(h, env_id).tobytes() + d.xpos.tobytes() + d.xquat.tobytes() + d.qacc.tobytes()
+    return (
+        capture_state(h, env_id).tobytes() + d.xpos.tobytes() + d.xquat.tobytes() + d.qacc.tobytes()
+    )
 
 
 def qpos_qvel(h: MujocoHandler, env_id: int = 0) -> tuple[np.ndarray, np.ndarray]:

@@ -1,5 +1,8 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """What get_states returns is the caller's: isolation from MjData and between entries, the
 lazy `body` Mapping (BodyMap), and roots that move without a free joint."""
+
 from __future__ import annotations
 
 import copy
@@ -45,7 +48,9 @@ def test_body_is_a_mapping_that_reads_like_a_dict():
     franka = h.get_states(render=False)[0]["robots"]["franka"]
     body = franka["body"]
     names = list(h.robots[0].bodies)
-    assert isinstance(body, Mapping) and isinstance(body, MutableMapping) and isinstance(body, BodyMap)
+    assert (
+        isinstance(body, Mapping) and isinstance(body, MutableMapping) and isinstance(body, BodyMap)
+    )
     assert len(body) == len(names) and list(body) == names and list(body.keys()) == names
     assert "panda_hand" in body and "cube" not in body and ["unhashable"] not in body
     assert body.get("nope") is None and body.get("panda_hand") is body["panda_hand"]
@@ -98,7 +103,11 @@ def test_copies_and_pickles_are_bodymaps_with_their_own_arrays():
                     assert not np.shares_memory(body2[name][key], body[name][key])
     lazy = h.get_states(render=False)[0]["robots"]["franka"]["body"]
     shallow = copy.copy(lazy)
-    assert type(shallow) is BodyMap and shallow is not lazy and shallow["panda_hand"] is lazy["panda_hand"]
+    assert (
+        type(shallow) is BodyMap
+        and shallow is not lazy
+        and shallow["panda_hand"] is lazy["panda_hand"]
+    )
     assert lazy.copy() == lazy and type(lazy.copy()) is BodyMap
     assert BodyMap() == {} and BodyMap({"a": {}}) == {"a": {}}
 
@@ -128,18 +137,30 @@ def test_no_memory_shared_between_entries():
     d = h.synced_data(0)
     for i, a in enumerate(arrays):
         assert not any(np.shares_memory(a, x) for x in (d.qpos, d.qvel, d.xpos, d.xquat, d.cvel))
-        assert not any(np.shares_memory(a, b) for b in arrays[i + 1:])
+        assert not any(np.shares_memory(a, b) for b in arrays[i + 1 :])
     root = state["objects"]["turntable"]
     root["pos"][:] = 7.0
     root["vel"][:] = 7.0
-    assert 7.0 not in root["body"]["turntable"]["pos"] and 7.0 not in root["body"]["turntable"]["vel"]
+    assert (
+        7.0 not in root["body"]["turntable"]["pos"] and 7.0 not in root["body"]["turntable"]["vel"]
+    )
 
 
 def test_moving_roots_without_free_joint():
     h = MujocoHandler(TURNTABLE)
-    h.set_states([{"objects": {"turntable": {"dof_pos": {"spin": 0.3, "lift": -0.2},
-                                             "dof_vel": {"spin": 2.0, "lift": 1.5}},
-                               "sled": {"dof_vel": {"rail": 0.7}}}}])
+    h.set_states(
+        [
+            {
+                "objects": {
+                    "turntable": {
+                        "dof_pos": {"spin": 0.3, "lift": -0.2},
+                        "dof_vel": {"spin": 2.0, "lift": 1.5},
+                    },
+                    "sled": {"dof_vel": {"rail": 0.7}},
+                }
+            }
+        ]
+    )
     state = h.get_states(render=False)[0]
     m, d = h.model, h.synced_data(0)
     v6 = np.zeros(6)
@@ -152,7 +173,9 @@ def test_moving_roots_without_free_joint():
             np.testing.assert_allclose(body["vel"], v6[3:], rtol=0, atol=1e-12)
             np.testing.assert_allclose(body["ang_vel"], v6[:3], rtol=0, atol=1e-12)
     assert np.abs(state["objects"]["turntable"]["vel"]).max() > 0.1  # really moving
-    np.testing.assert_allclose(state["objects"]["sled"]["vel"], np.array([0.7, 0.7, 0.0]) / np.sqrt(2), atol=1e-12)
+    np.testing.assert_allclose(
+        state["objects"]["sled"]["vel"], np.array([0.7, 0.7, 0.0]) / np.sqrt(2), atol=1e-12
+    )
     again = MujocoHandler(TURNTABLE)
     again.set_states([state])  # derived root and body values agree with the joints
     assert again.synced_data(0).qvel.tobytes() == d.qvel.tobytes()
@@ -170,7 +193,7 @@ def test_joint_readings_are_fresh_and_separate():
     d = h.synced_data(0)
     for i, a in enumerate(arrays):
         assert not any(np.shares_memory(a, x) for x in (d.qpos, d.qvel, d.qfrc_actuator))
-        assert not any(np.shares_memory(a, b) for b in arrays[i + 1:])
+        assert not any(np.shares_memory(a, b) for b in arrays[i + 1 :])
     again = h.joint_states(0)
     assert not np.shares_memory(again[0].position, readings[0].position)
     assert [r.name for r in readings] == h.joint_names  # joint id order
@@ -179,5 +202,6 @@ def test_joint_readings_are_fresh_and_separate():
 @pytest.mark.parametrize("bad", [True, 1.0, -1, 2, "0"])
 def test_joint_states_still_checks_env_id(bad):
     from metasim_ros.core import StateValidationError
+
     with pytest.raises(StateValidationError):
         MujocoHandler(num_envs=2).joint_states(bad)

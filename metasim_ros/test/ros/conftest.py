@@ -1,4 +1,7 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """Fixtures for tests that run the node as its own process and talk to it over DDS."""
+
 from __future__ import annotations
 
 import os
@@ -40,25 +43,30 @@ def sim_node_command() -> list[str]:
 class SimProcess:
     """sim_node as a subprocess, stopped with SIGINT like Ctrl-C."""
 
-    def __init__(self, params: dict[str, object] | None = None,
-                 args: list[str] | None = None) -> None:
+    def __init__(
+        self, params: dict[str, object] | None = None, args: list[str] | None = None
+    ) -> None:
         cmd = sim_node_command() + list(args or [])
         if params:
             cmd += ["--ros-args"] + [a for k, v in params.items() for a in ("-p", f"{k}:={v}")]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True, start_new_session=True)
+        self.proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+        )
         self.output = ""
 
     def wait_serving(self, client: "Client", timeout: float = 30.0) -> "SimProcess":
         """Wait until the node serves ~/get_states; fail at once (with its output) if it exits."""
         from metasim_msgs.srv import GetStates
+
         probe = client.node.create_client(GetStates, "/sim_node/get_states")
         try:
             deadline = time.monotonic() + timeout
             while not probe.service_is_ready():
                 if self.proc.poll() is not None:
                     self.output, _ = self.proc.communicate(timeout=5)
-                    raise AssertionError(f"sim_node exited with {self.proc.returncode}:\n{self.output}")
+                    raise AssertionError(
+                        f"sim_node exited with {self.proc.returncode}:\n{self.output}"
+                    )
                 if time.monotonic() > deadline:
                     raise AssertionError(f"sim_node not serving after {timeout}s")
                 client.executor.spin_once(timeout_sec=0.05)
@@ -75,8 +83,9 @@ class SimProcess:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.output, _ = self.proc.communicate(timeout=5)
-            raise AssertionError(f"sim_node did not exit within {timeout}s of signal {sig}:\n"
-                                 f"{self.output}")
+            raise AssertionError(
+                f"sim_node did not exit within {timeout}s of signal {sig}:\n{self.output}"
+            )
         return self.proc.returncode
 
 
@@ -95,20 +104,32 @@ class Client:
                 raise AssertionError(f"timed out after {timeout}s waiting for {what}")
             self.executor.spin_once(timeout_sec=0.05)
 
-    def wait_for_message(self, msg_type: type[T], topic: str, timeout: float = 20.0,
-                         predicate: Callable[[T], bool] = lambda m: True,
-                         qos: QoSProfile | int = 10) -> T:
+    def wait_for_message(
+        self,
+        msg_type: type[T],
+        topic: str,
+        timeout: float = 20.0,
+        predicate: Callable[[T], bool] = lambda m: True,
+        qos: QoSProfile | int = 10,
+    ) -> T:
         got: list[T] = []
         sub = self.node.create_subscription(
-            msg_type, topic, lambda m: got.append(m) if predicate(m) else None, qos)
+            msg_type, topic, lambda m: got.append(m) if predicate(m) else None, qos
+        )
         try:
             self.spin_until(lambda: bool(got), timeout, f"a message on {topic}")
         finally:
             self.node.destroy_subscription(sub)
         return got[0]
 
-    def collect(self, msg_type: type[T], topic: str, count: int, timeout: float = 20.0,
-                qos: QoSProfile | int = 10) -> list[T]:
+    def collect(
+        self,
+        msg_type: type[T],
+        topic: str,
+        count: int,
+        timeout: float = 20.0,
+        qos: QoSProfile | int = 10,
+    ) -> list[T]:
         got: list[T] = []
         sub = self.node.create_subscription(msg_type, topic, got.append, qos)
         try:

@@ -1,5 +1,8 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """One client of the load test: N mixed service calls against a running sim_node, each
 response checked; writes a JSON summary. Run: python load_client.py ID CALLS OUT.json"""
+
 from __future__ import annotations
 
 import json
@@ -21,9 +24,16 @@ def main() -> None:
     rng = random.Random(cid)
     rclpy.init()
     node = Node(f"load_client_{cid}")
-    clients = {t.__name__: node.create_client(t, f"{NODE}/{n}") for t, n in (
-        (GetStates, "get_states"), (SetStates, "set_states"), (SaveSnapshot, "save_snapshot"),
-        (LoadSnapshot, "load_snapshot"), (Step, "step"))}
+    clients = {
+        t.__name__: node.create_client(t, f"{NODE}/{n}")
+        for t, n in (
+            (GetStates, "get_states"),
+            (SetStates, "set_states"),
+            (SaveSnapshot, "save_snapshot"),
+            (LoadSnapshot, "load_snapshot"),
+            (Step, "step"),
+        )
+    }
 
     def call(kind: str, request):
         client = clients[kind]
@@ -50,10 +60,16 @@ def main() -> None:
         t0 = time.perf_counter()
         if kind == "get":
             res = call("GetStates", GetStates.Request())
-            ok = len(res.states) == 1 and {m.name for m in res.states[0].model_states} >= {"franka", "cube", "box"}
+            ok = len(res.states) == 1 and {m.name for m in res.states[0].model_states} >= {
+                "franka",
+                "cube",
+                "box",
+            }
         elif kind == "set":
             lid = rng.uniform(0.0, 1.5)
-            box = ModelState(name="box", joint_states=[MsJointState(name="box_joint", position=[lid])])
+            box = ModelState(
+                name="box", joint_states=[MsJointState(name="box_joint", position=[lid])]
+            )
             res = call("SetStates", SetStates.Request(states=[WorldState(model_states=[box])]))
             ok = res.success
         elif kind == "set_bad":
@@ -67,8 +83,11 @@ def main() -> None:
         elif kind == "load":
             res = call("LoadSnapshot", LoadSnapshot.Request(path=f"client{cid}.h5", index=-1))
             # before this client's first save the file does not exist: a clear refusal is right
-            ok = (res.success and res.strategy == "integration_state") if saved else \
-                (not res.success and f"client{cid}.h5" in res.message)
+            ok = (
+                (res.success and res.strategy == "integration_state")
+                if saved
+                else (not res.success and f"client{cid}.h5" in res.message)
+            )
         else:  # the simulation is running: stepping must be refused, with the reason
             res = call("Step", Step.Request(steps=3))
             ok = not res.success and "pause" in res.message
@@ -79,8 +98,9 @@ def main() -> None:
         if not ok:
             wrong.append(f"call {i} {kind}: {getattr(res, 'message', res)}")
     with open(out, "w") as f:
-        json.dump({"served": served, "rejected": rejected, "wrong": wrong,
-                   "latencies": latencies}, f)
+        json.dump(
+            {"served": served, "rejected": rejected, "wrong": wrong, "latencies": latencies}, f
+        )
     node.destroy_node()
     rclpy.try_shutdown()
 

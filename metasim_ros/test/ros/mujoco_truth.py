@@ -1,4 +1,7 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """Independent ground truth for ROS tests: MuJoCo itself, in the test process."""
+
 from __future__ import annotations
 
 import mujoco
@@ -19,10 +22,10 @@ class Truth:
     def set_joint(self, name: str, qpos, qvel=None) -> None:
         j = self.model.joint(name)
         qpos = np.atleast_1d(np.asarray(qpos, float))
-        self.data.qpos[j.qposadr[0]:j.qposadr[0] + qpos.size] = qpos
+        self.data.qpos[j.qposadr[0] : j.qposadr[0] + qpos.size] = qpos
         if qvel is not None:
             qvel = np.atleast_1d(np.asarray(qvel, float))
-            self.data.qvel[j.dofadr[0]:j.dofadr[0] + qvel.size] = qvel
+            self.data.qvel[j.dofadr[0] : j.dofadr[0] + qvel.size] = qvel
 
     def forward(self) -> None:
         mujoco.mj_forward(self.model, self.data)
@@ -34,14 +37,15 @@ class Truth:
     def body_twist(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """(linear, angular) world-frame velocity of the body origin (mj_objectVelocity)."""
         v = np.zeros(6)
-        mujoco.mj_objectVelocity(self.model, self.data, mujoco.mjtObj.mjOBJ_XBODY,
-                                 self.model.body(name).id, v, 0)
+        mujoco.mj_objectVelocity(
+            self.model, self.data, mujoco.mjtObj.mjOBJ_XBODY, self.model.body(name).id, v, 0
+        )
         return v[3:], v[:3]
 
     def joint_pos(self, name: str) -> np.ndarray:
         j = self.model.joint(name)
         width = {0: 7, 1: 4, 2: 1, 3: 1}[int(j.type[0])]
-        return self.data.qpos[j.qposadr[0]:j.qposadr[0] + width].copy()
+        return self.data.qpos[j.qposadr[0] : j.qposadr[0] + width].copy()
 
 
 def same_rotation(q1, q2, atol: float = 1e-9) -> bool:

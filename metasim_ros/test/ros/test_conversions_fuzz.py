@@ -1,3 +1,5 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """Property-based tests of the ROS message conversions into the core (no node needed).
 
 Random metasim_msgs WorldState requests (names, joint types, array lengths, NaN, env ids)
@@ -7,6 +9,7 @@ nothing (integration state and targets, bitwise), an accepted one is in the stat
 (quaternions renormalised, world angular velocity to rounding), and a published
 WorldState sent back is a bitwise round trip.
 """
+
 from __future__ import annotations
 
 import math
@@ -25,19 +28,35 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "core"))
 
 from geometry_msgs.msg import Point, Pose, Quaternion, Twist, Vector3  # noqa: E402
 from hypothesis import given, note  # noqa: E402
-from hypothesis.control import currently_in_test_context  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
+from hypothesis.control import currently_in_test_context  # noqa: E402
 from metasim_msgs.msg import JointState as MsJointState  # noqa: E402
 from metasim_msgs.msg import ModelState, WorldState  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
-from fuzz_support import (NUM_ENVS, SCENES, Scene, scene_of, check_applied, fingerprint, unknown_name, valid_ang_vel, valid_number, valid_quat)
-
+from fuzz_support import (
+    NUM_ENVS,
+    SCENES,
+    Scene,
+    check_applied,
+    fingerprint,
+    scene_of,
+    unknown_name,
+    valid_ang_vel,
+    valid_number,
+    valid_quat,
+)
 from metasim_ros.core import StateValidationError  # noqa: E402
-from metasim_ros.ros.conversions import (WorldStateFiller, stamp, targets_from_joint_state,  # noqa: E402
-                                         world_to_states)
+from metasim_ros.ros.conversions import (  # noqa: E402
+    WorldStateFiller,
+    stamp,
+    targets_from_joint_state,
+    world_to_states,
+)
 
-any_float = st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from([math.nan, math.inf, 1e308, -0.0])
+any_float = st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from(
+    [math.nan, math.inf, 1e308, -0.0]
+)
 good_float = valid_number.map(float)
 
 
@@ -58,12 +77,20 @@ def joint_msg(draw: st.DrawFn, scene: Scene, model: str, good: bool) -> MsJointS
         name = draw(st.sampled_from(names))
         kind = spec.joints.get(name, "scalar")
     js = MsJointState(name=name)
-    js.type = {"scalar": MsJointState.HINGE, "ball": MsJointState.BALL, "free": MsJointState.FREE}[kind]
+    js.type = {"scalar": MsJointState.HINGE, "ball": MsJointState.BALL, "free": MsJointState.FREE}[
+        kind
+    ]
     if not good and draw(st.booleans()):
         js.type = draw(st.integers(0, 255))
     widths = {"scalar": (1, 1), "ball": (4, 3), "free": (7, 6)}[kind]
-    for field, width in (("position", widths[0]), ("velocity", widths[1]), ("position_target", 1),
-                         ("velocity_target", 1), ("effort", widths[1]), ("position_error", 3)):
+    for field, width in (
+        ("position", widths[0]),
+        ("velocity", widths[1]),
+        ("position_target", 1),
+        ("velocity_target", 1),
+        ("effort", widths[1]),
+        ("position_error", 3),
+    ):
         targeted = field.endswith("_target") and name in spec.targets
         if field.endswith("_target") and good and not targeted:
             continue
@@ -75,7 +102,9 @@ def joint_msg(draw: st.DrawFn, scene: Scene, model: str, good: bool) -> MsJointS
             else:
                 values = draw(_floats(width, True))
         else:
-            values = draw(_floats(draw(st.sampled_from([width, width, 0, 1, 2, 3, 4, 5, 8])), False))
+            values = draw(
+                _floats(draw(st.sampled_from([width, width, 0, 1, 2, 3, 4, 5, 8])), False)
+            )
         setattr(js, field, values)
     return js
 
@@ -84,23 +113,42 @@ def joint_msg(draw: st.DrawFn, scene: Scene, model: str, good: bool) -> MsJointS
 def model_msg(draw: st.DrawFn, scene: Scene, good: bool) -> ModelState:
     name = draw(st.sampled_from(sorted(scene.models)) | (st.nothing() if good else unknown_name))
     ms = ModelState(name=name)
-    ms.reference_frame = draw(st.sampled_from(["", "world"]) if good else st.sampled_from(["", "world", "map", "World"]))
+    ms.reference_frame = draw(
+        st.sampled_from(["", "world"]) if good else st.sampled_from(["", "world", "map", "World"])
+    )
     spec = scene.models.get(name)
     if spec is None:
         return ms
-    if draw(st.booleans()):  # pose and twist given (a non-zero orientation); ignored for fixed bases
+    if draw(
+        st.booleans()
+    ):  # pose and twist given (a non-zero orientation); ignored for fixed bases
         if good:
-            pos, q, vel, ang = (draw(_floats(3, True)), draw(valid_quat()), draw(_floats(3, True)),
-                                [float(v) for v in draw(valid_ang_vel)])
+            pos, q, vel, ang = (
+                draw(_floats(3, True)),
+                draw(valid_quat()),
+                draw(_floats(3, True)),
+                [float(v) for v in draw(valid_ang_vel)],
+            )
         else:
-            pos, q, vel, ang = (draw(_floats(3, False)), draw(_floats(4, False) | valid_quat()),
-                                draw(_floats(3, False)), draw(_floats(3, False)))
-        ms.pose = Pose(position=Point(x=pos[0], y=pos[1], z=pos[2]),
-                       orientation=Quaternion(w=q[0], x=q[1], y=q[2], z=q[3]))
-        ms.twist = Twist(linear=Vector3(x=vel[0], y=vel[1], z=vel[2]), angular=Vector3(x=ang[0], y=ang[1], z=ang[2]))
+            pos, q, vel, ang = (
+                draw(_floats(3, False)),
+                draw(_floats(4, False) | valid_quat()),
+                draw(_floats(3, False)),
+                draw(_floats(3, False)),
+            )
+        ms.pose = Pose(
+            position=Point(x=pos[0], y=pos[1], z=pos[2]),
+            orientation=Quaternion(w=q[0], x=q[1], y=q[2], z=q[3]),
+        )
+        ms.twist = Twist(
+            linear=Vector3(x=vel[0], y=vel[1], z=vel[2]),
+            angular=Vector3(x=ang[0], y=ang[1], z=ang[2]),
+        )
     else:
         ms.pose.orientation = Quaternion(w=0.0, x=0.0, y=0.0, z=0.0)  # "leave the pose"
-    joints = draw(st.lists(joint_msg(scene, name, good), max_size=4)) if spec.joints or not good else []
+    joints = (
+        draw(st.lists(joint_msg(scene, name, good), max_size=4)) if spec.joints or not good else []
+    )
     if good:  # one message per joint
         joints = list({j.name: j for j in joints}.values())
     ms.joint_states = joints
@@ -112,7 +160,11 @@ def world_msgs(draw: st.DrawFn, scene: Scene, good: bool) -> list[WorldState]:
     if good:
         env_ids = draw(st.lists(st.integers(0, NUM_ENVS - 1), unique=True, max_size=NUM_ENVS))
     else:
-        env_ids = draw(st.lists(st.integers(0, NUM_ENVS - 1) | st.sampled_from([NUM_ENVS, 2**32 - 1]), max_size=3))
+        env_ids = draw(
+            st.lists(
+                st.integers(0, NUM_ENVS - 1) | st.sampled_from([NUM_ENVS, 2**32 - 1]), max_size=3
+            )
+        )
     worlds = []
     for e in env_ids:
         models = draw(st.lists(model_msg(scene, good), max_size=4))
@@ -131,11 +183,19 @@ def expected_request(scene: Scene, world: WorldState) -> dict:
         o = ms.pose.orientation
         if spec.free and (o.w, o.x, o.y, o.z) != (0.0, 0.0, 0.0, 0.0):
             p, t = ms.pose.position, ms.twist
-            entry.update(pos=[p.x, p.y, p.z], rot=[o.w, o.x, o.y, o.z], vel=[t.linear.x, t.linear.y, t.linear.z],
-                         ang_vel=[t.angular.x, t.angular.y, t.angular.z])
+            entry.update(
+                pos=[p.x, p.y, p.z],
+                rot=[o.w, o.x, o.y, o.z],
+                vel=[t.linear.x, t.linear.y, t.linear.z],
+                ang_vel=[t.angular.x, t.angular.y, t.angular.z],
+            )
         for js in ms.joint_states:
-            for field, key in (("position", "dof_pos"), ("velocity", "dof_vel"),
-                               ("position_target", "dof_pos_target"), ("velocity_target", "dof_vel_target")):
+            for field, key in (
+                ("position", "dof_pos"),
+                ("velocity", "dof_vel"),
+                ("position_target", "dof_pos_target"),
+                ("velocity_target", "dof_vel_target"),
+            ):
                 values = list(getattr(js, field))
                 if values:
                     entry.setdefault(key, {})[js.name] = values[0] if len(values) == 1 else values
@@ -193,28 +253,67 @@ def test_arbitrary_world_states_never_escape(scene_name, data):
             check_applied(scene, requests.get(e, {}), base[e], after[e])
 
 
-@pytest.mark.parametrize("case,key", [
-    ("env_twice", "states[1].env_id"), ("env_missing", "states[0].env_id"), ("model_twice", "models.cube"),
-    ("joint_twice", "robots.franka.joint_states.panda_joint1"), ("frame", "models.cube.reference_frame"),
-    ("unknown_model", "models.mug"), ("object_target", "objects.box.dof_pos_target.box_joint"),
-    ("nan_position", "robots.franka.dof_pos.panda_joint1"), ("control", None),
-])
+@pytest.mark.parametrize(
+    "case,key",
+    [
+        ("env_twice", "states[1].env_id"),
+        ("env_missing", "states[0].env_id"),
+        ("model_twice", "models.cube"),
+        ("joint_twice", "robots.franka.joint_states.panda_joint1"),
+        ("frame", "models.cube.reference_frame"),
+        ("unknown_model", "models.mug"),
+        ("object_target", "objects.box.dof_pos_target.box_joint"),
+        ("nan_position", "robots.franka.dof_pos.panda_joint1"),
+        ("control", None),
+    ],
+)
 def test_refusals_name_the_entry(case, key):
     scene = scene_of("default")
     h = scene.handler
-    franka = ModelState(name="franka", joint_states=[MsJointState(name="panda_joint1", position=[0.1])])
+    franka = ModelState(
+        name="franka", joint_states=[MsJointState(name="panda_joint1", position=[0.1])]
+    )
     worlds = {
         "env_twice": [WorldState(env_id=0), WorldState(env_id=0)],
         "env_missing": [WorldState(env_id=NUM_ENVS)],
-        "model_twice": [WorldState(model_states=[ModelState(name="cube"), ModelState(name="cube")])],
-        "joint_twice": [WorldState(model_states=[ModelState(name="franka", joint_states=[
-            MsJointState(name="panda_joint1", position=[0.1]), MsJointState(name="panda_joint1", position=[0.2])])])],
+        "model_twice": [
+            WorldState(model_states=[ModelState(name="cube"), ModelState(name="cube")])
+        ],
+        "joint_twice": [
+            WorldState(
+                model_states=[
+                    ModelState(
+                        name="franka",
+                        joint_states=[
+                            MsJointState(name="panda_joint1", position=[0.1]),
+                            MsJointState(name="panda_joint1", position=[0.2]),
+                        ],
+                    )
+                ]
+            )
+        ],
         "frame": [WorldState(model_states=[ModelState(name="cube", reference_frame="map")])],
         "unknown_model": [WorldState(model_states=[ModelState(name="mug")])],
-        "object_target": [WorldState(model_states=[ModelState(name="box", joint_states=[
-            MsJointState(name="box_joint", position_target=[0.1])])])],
-        "nan_position": [WorldState(model_states=[ModelState(name="franka", joint_states=[
-            MsJointState(name="panda_joint1", position=[math.nan])])])],
+        "object_target": [
+            WorldState(
+                model_states=[
+                    ModelState(
+                        name="box",
+                        joint_states=[MsJointState(name="box_joint", position_target=[0.1])],
+                    )
+                ]
+            )
+        ],
+        "nan_position": [
+            WorldState(
+                model_states=[
+                    ModelState(
+                        name="franka",
+                        joint_states=[MsJointState(name="panda_joint1", position=[math.nan])],
+                    )
+                ]
+            )
+        ],
         "control": [WorldState(model_states=[franka])],  # valid
     }[case]
     before = fingerprint(h)
@@ -236,8 +335,11 @@ def test_published_world_state_round_trips(scene_name, data):
     _set(h, worlds)  # somewhere random, valid
     states = h.get_states(render=False)
     filler = WorldStateFiller(h)
-    published = [filler.fill(e, h.sim_time(e), states[e], h.joint_states(e)) for e in range(NUM_ENVS)]
+    published = [
+        filler.fill(e, h.sim_time(e), states[e], h.joint_states(e)) for e in range(NUM_ENVS)
+    ]
     from rclpy.serialization import deserialize_message, serialize_message
+
     received = [deserialize_message(serialize_message(m), WorldState) for m in published]
     snapshot = fingerprint(h)
     datas = [h.synced_data(e) for e in range(h.num_envs)]
@@ -254,7 +356,9 @@ def test_published_world_state_round_trips(scene_name, data):
 
 @st.composite
 def joint_targets_msg(draw: st.DrawFn, scene: Scene, good: bool) -> JointState:
-    robot_joints = sorted({j for m in scene.models.values() if m.section == "robots" for j in m.targets})
+    robot_joints = sorted(
+        {j for m in scene.models.values() if m.section == "robots" for j in m.targets}
+    )
     every = sorted({j for m in scene.models.values() for j in m.joints})
     if good:
         names = draw(st.lists(st.sampled_from(robot_joints), unique=True)) if robot_joints else []
@@ -264,7 +368,9 @@ def joint_targets_msg(draw: st.DrawFn, scene: Scene, good: bool) -> JointState:
     lengths = st.sampled_from([0, n]) if good else st.sampled_from([0, n, n, n + 1, max(n - 1, 0)])
     pos = draw(_floats(draw(lengths), good))
     vel = draw(_floats(draw(lengths), good))
-    return JointState(name=names, position=pos, velocity=vel, effort=draw(_floats(draw(st.integers(0, 3)), False)))
+    return JointState(
+        name=names, position=pos, velocity=vel, effort=draw(_floats(draw(st.integers(0, 3)), False))
+    )
 
 
 @pytest.mark.parametrize("scene_name", sorted(SCENES))

@@ -1,8 +1,11 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """launch_testing check of sim.launch.py, for machines with a full ROS 2 install.
 
 Where launch_testing is absent (ROS 2 from wheels) this module skips; the same
 behaviour (start, publish, clean shutdown) is covered by test_sim_node.py.
 """
+
 from __future__ import annotations
 
 import unittest
@@ -12,7 +15,6 @@ import pytest
 pytest.importorskip("launch_testing", reason="launch_testing is not installed")
 pytest.importorskip("launch_ros", reason="launch_ros is not installed")
 
-import launch  # noqa: E402
 import launch_testing.actions  # noqa: E402
 import launch_testing.asserts  # noqa: E402
 import rclpy  # noqa: E402
@@ -20,12 +22,15 @@ from ament_index_python.packages import get_package_share_directory  # noqa: E40
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
+import launch  # noqa: E402
+
 
 @pytest.mark.launch_test
 def generate_test_description():
     share = get_package_share_directory("metasim_ros")
     sim = launch.actions.IncludeLaunchDescription(
-        PythonLaunchDescriptionSource(f"{share}/launch/sim.launch.py"))
+        PythonLaunchDescriptionSource(f"{share}/launch/sim.launch.py")
+    )
     return launch.LaunchDescription([sim, launch_testing.actions.ReadyToTest()])
 
 

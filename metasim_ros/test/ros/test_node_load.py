@@ -1,5 +1,8 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """Sustained load: 4 client processes x 500 mixed calls while every publisher runs.
 Every response must be right, /clock must keep advancing, memory must not run away."""
+
 from __future__ import annotations
 
 import json
@@ -24,19 +27,27 @@ def rss_mb(pid: int) -> float:
 def test_four_clients_storm(start_node, client, tmp_path):
     # as fast as possible: physics and services contend for the simulation all the time
     node = start_node({"snapshot_dir": str(tmp_path), "real_time_factor": 0.0}).wait_serving(client)
-    arrivals: list[tuple[float, float]] = []   # (wall, sim) of each /clock
+    arrivals: list[tuple[float, float]] = []  # (wall, sim) of each /clock
     client.node.create_subscription(
-        Clock, "/clock", lambda m: arrivals.append((time.monotonic(), m.clock.sec + m.clock.nanosec * 1e-9)), 10)
+        Clock,
+        "/clock",
+        lambda m: arrivals.append((time.monotonic(), m.clock.sec + m.clock.nanosec * 1e-9)),
+        10,
+    )
     client.spin_until(lambda: len(arrivals) > 10, 20.0, "/clock")
     rss_before = rss_mb(node.proc.pid)
 
     script = Path(__file__).with_name("load_client.py")
     outs = [tmp_path / f"client{i}.json" for i in range(CLIENTS)]
-    procs = [subprocess.Popen([sys.executable, str(script), str(i), str(CALLS), str(out)])
-             for i, out in enumerate(outs)]
+    procs = [
+        subprocess.Popen([sys.executable, str(script), str(i), str(CALLS), str(out)])
+        for i, out in enumerate(outs)
+    ]
     storm_start = time.monotonic()
     try:
-        client.spin_until(lambda: all(p.poll() is not None for p in procs), 600.0, "the load clients")
+        client.spin_until(
+            lambda: all(p.poll() is not None for p in procs), 600.0, "the load clients"
+        )
     finally:
         for p in procs:
             if p.poll() is None:
@@ -67,7 +78,9 @@ def test_four_clients_storm(start_node, client, tmp_path):
         for k, v in r["rejected"].items():
             rejected[k] = rejected.get(k, 0) + v
     lat = np.concatenate([r["latencies"] for r in results]) * 1e3
-    print(f"\nload: {served} calls in {storm_end - storm_start:.1f} s, by kind {kinds}; "
-          f"rejected (all expected) {rejected}; latency p50 {np.percentile(lat, 50):.1f} ms "
-          f"p99 {np.percentile(lat, 99):.1f} ms; longest /clock gap {gaps.max() * 1e3:.0f} ms; "
-          f"RSS {rss_before:.0f} -> {rss_after:.0f} MB")
+    print(
+        f"\nload: {served} calls in {storm_end - storm_start:.1f} s, by kind {kinds}; "
+        f"rejected (all expected) {rejected}; latency p50 {np.percentile(lat, 50):.1f} ms "
+        f"p99 {np.percentile(lat, 99):.1f} ms; longest /clock gap {gaps.max() * 1e3:.0f} ms; "
+        f"RSS {rss_before:.0f} -> {rss_after:.0f} MB"
+    )

@@ -1,4 +1,7 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """Services as a user calls them: step/pause/reset, snapshots, joint targets, bad requests."""
+
 from __future__ import annotations
 
 import os
@@ -9,15 +12,15 @@ import pytest
 from metasim_msgs.msg import JointState as MsJointState
 from metasim_msgs.msg import ModelState, WorldState
 from metasim_msgs.srv import GetStates, LoadSnapshot, SaveSnapshot, SetStates, Step
-from mujoco_truth import Truth
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_srvs.srv import SetBool, Trigger
 
 from metasim_ros.scenes import default_scene_path
+from mujoco_truth import Truth
 
 NODE = "/sim_node"
-TIMESTEP = 0.002          # the default scene's <option timestep>
+TIMESTEP = 0.002  # the default scene's <option timestep>
 HOME = [0.0, -0.785398, 0.0, -2.356194, 0.0, 1.570796, 0.785398, 0.04, 0.04]
 
 
@@ -37,8 +40,9 @@ def joint(states: list[WorldState], model: str, name: str) -> MsJointState:
 
 def set_lid(client, angle: float) -> SetStates.Response:
     box = ModelState(name="box", joint_states=[MsJointState(name="box_joint", position=[angle])])
-    return client.call(SetStates, f"{NODE}/set_states",
-                       SetStates.Request(states=[WorldState(model_states=[box])]))
+    return client.call(
+        SetStates, f"{NODE}/set_states", SetStates.Request(states=[WorldState(model_states=[box])])
+    )
 
 
 def clock_seconds(m: Clock) -> float:
@@ -62,7 +66,9 @@ def test_step_refused_while_running_and_pause_stops_time(node, client):
     res = client.call(Step, f"{NODE}/step", Step.Request(steps=1))
     assert not res.success and "pause" in res.message
     t_running = clock_seconds(client.wait_for_message(Clock, "/clock"))
-    client.wait_for_message(Clock, "/clock", predicate=lambda m: clock_seconds(m) > t_running + 0.02)
+    client.wait_for_message(
+        Clock, "/clock", predicate=lambda m: clock_seconds(m) > t_running + 0.02
+    )
     assert client.call(SetBool, f"{NODE}/pause", SetBool.Request(data=True)).success
     t_paused = client.call(Step, f"{NODE}/step", Step.Request(steps=0)).time
     later = client.collect(Clock, "/clock", count=5)
@@ -81,16 +87,23 @@ def test_reset_returns_the_initial_state(node, client):
 
 def test_joint_targets_move_the_franka(node, client):
     goal = [0.4, -0.3, 0.2, -1.9, 0.1, 1.9, 0.5, 0.02, 0.02]
-    names = [f"panda_joint{i}" for i in range(1, 8)] + ["panda_finger_joint1", "panda_finger_joint2"]
+    names = [f"panda_joint{i}" for i in range(1, 8)] + [
+        "panda_finger_joint1",
+        "panda_finger_joint2",
+    ]
     pub = client.node.create_publisher(JointState, f"{NODE}/joint_targets", 10)
     client.spin_until(lambda: pub.get_subscription_count() > 0, 20.0, "joint_targets subscriber")
     pub.publish(JointState(name=names, position=goal))
     # the target is applied when the node has processed the message
-    client.spin_until(lambda: joint(get(client), "franka", "panda_joint1").position_target[0] == 0.4,
-                      20.0, "the target to be applied")
+    client.spin_until(
+        lambda: joint(get(client), "franka", "panda_joint1").position_target[0] == 0.4,
+        20.0,
+        "the target to be applied",
+    )
     assert client.call(Step, f"{NODE}/step", Step.Request(steps=1500)).success
-    js = client.wait_for_message(JointState, "/joint_states",
-                                 predicate=lambda m: abs(m.position[0] - 0.4) < 0.02)
+    js = client.wait_for_message(
+        JointState, "/joint_states", predicate=lambda m: abs(m.position[0] - 0.4) < 0.02
+    )
     assert list(js.position) == pytest.approx(goal, abs=0.02)
 
 
@@ -106,7 +119,9 @@ def test_snapshot_save_disturb_load_restores_exactly(node, client, snapshot_dir)
     assert client.call(Step, f"{NODE}/step", Step.Request(steps=30)).success
     assert get(client) != saved
 
-    res = client.call(LoadSnapshot, f"{NODE}/load_snapshot", LoadSnapshot.Request(path="runs/a.h5", index=-1))
+    res = client.call(
+        LoadSnapshot, f"{NODE}/load_snapshot", LoadSnapshot.Request(path="runs/a.h5", index=-1)
+    )
     assert res.success, res.message
     assert res.strategy and res.max_position_error == 0.0
     assert get(client) == saved
@@ -121,7 +136,9 @@ def test_legacy_initial_state_data_file_loads_and_names_strategy(node, client, s
     with h5py.File(snapshot_dir / "legacy.h5", "w") as f:
         g = f.create_group("initial_state_data")
         g["qpos"], g["qvel"] = qpos, qvel
-    res = client.call(LoadSnapshot, f"{NODE}/load_snapshot", LoadSnapshot.Request(path="legacy.h5", index=-1))
+    res = client.call(
+        LoadSnapshot, f"{NODE}/load_snapshot", LoadSnapshot.Request(path="legacy.h5", index=-1)
+    )
     assert res.success, res.message
     assert "initial_state_data" in res.strategy
     assert res.max_position_error <= 1e-12
@@ -130,14 +147,24 @@ def test_legacy_initial_state_data_file_loads_and_names_strategy(node, client, s
     assert joint(states, "franka", "panda_joint1").position[0] == -0.3
 
 
-@pytest.mark.parametrize("path, words", [
-    ("../outside.h5", "'..'"), ("/tmp/abs.h5", "absolute"), ("link/x.h5", "outside"),
-    ("bad\x01name.h5", "control"), ("missing.h5", "missing.h5"),
-])
-def test_snapshot_paths_outside_or_missing_are_refused(node, client, snapshot_dir, tmp_path, path, words):
+@pytest.mark.parametrize(
+    "path, words",
+    [
+        ("../outside.h5", "'..'"),
+        ("/tmp/abs.h5", "absolute"),
+        ("link/x.h5", "outside"),
+        ("bad\x01name.h5", "control"),
+        ("missing.h5", "missing.h5"),
+    ],
+)
+def test_snapshot_paths_outside_or_missing_are_refused(
+    node, client, snapshot_dir, tmp_path, path, words
+):
     os.symlink(tmp_path, snapshot_dir / "link")
     before = get(client)
-    load = client.call(LoadSnapshot, f"{NODE}/load_snapshot", LoadSnapshot.Request(path=path, index=-1))
+    load = client.call(
+        LoadSnapshot, f"{NODE}/load_snapshot", LoadSnapshot.Request(path=path, index=-1)
+    )
     assert not load.success and words in load.message
     if path != "missing.h5":
         save = client.call(SaveSnapshot, f"{NODE}/save_snapshot", SaveSnapshot.Request(path=path))
@@ -156,12 +183,27 @@ def bad_requests() -> dict[str, tuple[WorldState, str]]:
     skew_cube.pose.orientation.w = 2.0
     return {
         "unknown model": (world(ModelState(name="ghost")), "ghost"),
-        "unknown joint": (world(ModelState(name="franka", joint_states=[
-            MsJointState(name="panda_joint9", position=[0.0])])), "panda_joint9"),
+        "unknown joint": (
+            world(
+                ModelState(
+                    name="franka", joint_states=[MsJointState(name="panda_joint9", position=[0.0])]
+                )
+            ),
+            "panda_joint9",
+        ),
         "NaN": (world(nan_cube), "cube"),
         "non-unit quaternion": (world(skew_cube), "quaternion"),
-        "wrong length": (world(ModelState(name="box", joint_states=[
-            MsJointState(name="box_joint", type=MsJointState.HINGE, position=[0.1, 0.2])])), "box_joint"),
+        "wrong length": (
+            world(
+                ModelState(
+                    name="box",
+                    joint_states=[
+                        MsJointState(name="box_joint", type=MsJointState.HINGE, position=[0.1, 0.2])
+                    ],
+                )
+            ),
+            "box_joint",
+        ),
         "unknown env": (world(ModelState(name="box"), env_id=5), "env"),
     }
 
@@ -177,7 +219,7 @@ def test_bad_set_states_rejected_and_state_unchanged(node, client, case):
     assert node.proc.poll() is None
 
 
-BLOW_UP_CUBE = (9e9, 9e9, 0.0)   # finite angular velocity that makes MuJoCo's qacc explode
+BLOW_UP_CUBE = (9e9, 9e9, 0.0)  # finite angular velocity that makes MuJoCo's qacc explode
 
 
 def blow_up(client) -> SetStates.Response:
@@ -186,14 +228,16 @@ def blow_up(client) -> SetStates.Response:
     cube.pose.position.x, cube.pose.position.y, cube.pose.position.z = t.body_pose("cube")[0]
     cube.pose.orientation.w = 1.0
     cube.twist.angular.x, cube.twist.angular.y, cube.twist.angular.z = BLOW_UP_CUBE
-    return client.call(SetStates, f"{NODE}/set_states",
-                       SetStates.Request(states=[WorldState(model_states=[cube])]))
+    return client.call(
+        SetStates, f"{NODE}/set_states", SetStates.Request(states=[WorldState(model_states=[cube])])
+    )
 
 
 @pytest.mark.parametrize("policy", ["reset", "pause"])
 def test_divergence_is_detected_handled_and_reported(start_node, client, snapshot_dir, policy):
-    node = start_node({"paused": True, "on_divergence": policy,
-                       "snapshot_dir": str(snapshot_dir)}).wait_serving(client)
+    node = start_node(
+        {"paused": True, "on_divergence": policy, "snapshot_dir": str(snapshot_dir)}
+    ).wait_serving(client)
     initial = get(client)
     status = client.call(Trigger, f"{NODE}/status", Trigger.Request())
     assert status.success and "0 divergence" in status.message
@@ -215,11 +259,21 @@ def test_divergence_is_detected_handled_and_reported(start_node, client, snapsho
 
 
 def test_size_and_step_limits_are_parameters(start_node, client, snapshot_dir):
-    start_node({"paused": True, "snapshot_dir": str(snapshot_dir), "snapshot_max_bytes": 1000,
-                "step_limit": 100}).wait_serving(client)
-    assert client.call(SaveSnapshot, f"{NODE}/save_snapshot", SaveSnapshot.Request(path="a.h5")).success
+    start_node(
+        {
+            "paused": True,
+            "snapshot_dir": str(snapshot_dir),
+            "snapshot_max_bytes": 1000,
+            "step_limit": 100,
+        }
+    ).wait_serving(client)
+    assert client.call(
+        SaveSnapshot, f"{NODE}/save_snapshot", SaveSnapshot.Request(path="a.h5")
+    ).success
     before = get(client)
-    res = client.call(LoadSnapshot, f"{NODE}/load_snapshot", LoadSnapshot.Request(path="a.h5", index=-1))
+    res = client.call(
+        LoadSnapshot, f"{NODE}/load_snapshot", LoadSnapshot.Request(path="a.h5", index=-1)
+    )
     assert not res.success and "max_bytes=1000" in res.message, res.message
     res = client.call(Step, f"{NODE}/step", Step.Request(steps=101))
     assert not res.success and "step_limit=100" in res.message

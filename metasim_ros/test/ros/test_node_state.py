@@ -1,5 +1,8 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """Set a state through the node, then check everything it publishes against MuJoCo
 computed independently in this process from the same scene and state."""
+
 from __future__ import annotations
 
 import math
@@ -11,29 +14,47 @@ import pytest
 from metasim_msgs.msg import JointState as MsJointState
 from metasim_msgs.msg import ModelState, WorldState
 from metasim_msgs.srv import GetStates, SetStates
-from mujoco_truth import Truth, compose, same_rotation
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from tf2_msgs.msg import TFMessage
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from metasim_ros.scenes import default_scene_path
+from mujoco_truth import Truth, compose, same_rotation
 
-ARM = {"panda_joint1": 0.3, "panda_joint2": -0.5, "panda_joint3": 0.2, "panda_joint4": -2.0,
-       "panda_joint5": 0.4, "panda_joint6": 1.8, "panda_joint7": -0.6,
-       "panda_finger_joint1": 0.03, "panda_finger_joint2": 0.01}
+ARM = {
+    "panda_joint1": 0.3,
+    "panda_joint2": -0.5,
+    "panda_joint3": 0.2,
+    "panda_joint4": -2.0,
+    "panda_joint5": 0.4,
+    "panda_joint6": 1.8,
+    "panda_joint7": -0.6,
+    "panda_finger_joint1": 0.03,
+    "panda_finger_joint2": 0.01,
+}
 ARM_VEL = {name: 0.1 * (i + 1) for i, name in enumerate(ARM)}
 CUBE_POS, CUBE_QUAT = [0.5, -0.1, 0.6], [math.cos(0.3), 0.0, math.sin(0.3), 0.0]
-CUBE_LIN, CUBE_ANG = [0.2, -0.3, 0.4], [1.0, -2.0, 0.5]   # world frame
+CUBE_LIN, CUBE_ANG = [0.2, -0.3, 0.4], [1.0, -2.0, 0.5]  # world frame
 LID = 0.7
-LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
-                     reliability=ReliabilityPolicy.RELIABLE)
+LATCHED = QoSProfile(
+    depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
+)
 
 
 def request() -> SetStates.Request:
-    franka = ModelState(name="franka", joint_states=[
-        MsJointState(name=n, type=MsJointState.HINGE if "finger" not in n else MsJointState.SLIDE,
-                     position=[v], velocity=[ARM_VEL[n]]) for n, v in ARM.items()])
-    franka.pose.orientation.w = 0.0     # "leave the pose" (it is fixed anyway)
+    franka = ModelState(
+        name="franka",
+        joint_states=[
+            MsJointState(
+                name=n,
+                type=MsJointState.HINGE if "finger" not in n else MsJointState.SLIDE,
+                position=[v],
+                velocity=[ARM_VEL[n]],
+            )
+            for n, v in ARM.items()
+        ],
+    )
+    franka.pose.orientation.w = 0.0  # "leave the pose" (it is fixed anyway)
     cube = ModelState(name="cube")
     cube.pose.position.x, cube.pose.position.y, cube.pose.position.z = CUBE_POS
     o = cube.pose.orientation
@@ -72,8 +93,13 @@ def test_published_values_match_mujoco(paused_node, client):
     assert res.success, res.message
     t = truth()
 
-    world = client.wait_for_message(WorldState, "/sim_node/world_state", predicate=lambda m: any(
-        ms.name == "box" and ms.joint_states[0].position[0] == LID for ms in m.model_states))
+    world = client.wait_for_message(
+        WorldState,
+        "/sim_node/world_state",
+        predicate=lambda m: any(
+            ms.name == "box" and ms.joint_states[0].position[0] == LID for ms in m.model_states
+        ),
+    )
     assert world.header.frame_id == "world" and world.env_id == 0
     models = {ms.name: ms for ms in world.model_states}
     assert set(models) == {"table", "franka", "cube", "box"}
@@ -96,10 +122,12 @@ def test_published_values_match_mujoco(paused_node, client):
         assert joints[n].velocity[0] == ARM_VEL[n]
         # errors are desired - current against the joint's target
         assert joints[n].position_error[0] == pytest.approx(
-            joints[n].position_target[0] - v, abs=1e-15)
+            joints[n].position_target[0] - v, abs=1e-15
+        )
 
-    js = client.wait_for_message(JointState, "/joint_states",
-                                 predicate=lambda m: m.position[0] == ARM["panda_joint1"])
+    js = client.wait_for_message(
+        JointState, "/joint_states", predicate=lambda m: m.position[0] == ARM["panda_joint1"]
+    )
     assert dict(zip(js.name, js.position)) == ARM
     assert dict(zip(js.name, js.velocity)) == ARM_VEL
 
@@ -109,13 +137,20 @@ def test_published_values_match_mujoco(paused_node, client):
 def check_tf(client, t: Truth) -> None:
     static = client.wait_for_message(TFMessage, "/tf_static", qos=LATCHED)
     dynamic = client.wait_for_message(
-        TFMessage, "/tf", predicate=lambda m: any(
-            tr.child_frame_id == "box_lid" and abs(tr.transform.rotation.w - math.cos(LID / 2)) < 1e-12
-            for tr in m.transforms))
+        TFMessage,
+        "/tf",
+        predicate=lambda m: any(
+            tr.child_frame_id == "box_lid"
+            and abs(tr.transform.rotation.w - math.cos(LID / 2)) < 1e-12
+            for tr in m.transforms
+        ),
+    )
     parent_of = {}
     for tr in list(static.transforms) + list(dynamic.transforms):
-        parent_of[tr.child_frame_id] = (tr.header.frame_id, (vec(tr.transform.translation),
-                                                             quat(tr.transform.rotation)))
+        parent_of[tr.child_frame_id] = (
+            tr.header.frame_id,
+            (vec(tr.transform.translation), quat(tr.transform.rotation)),
+        )
 
     def world_pose(frame: str):
         if frame == "world":
@@ -137,9 +172,9 @@ def check_tf(client, t: Truth) -> None:
     mujoco.mju_quat2Mat(rot, q)
     rot = rot.reshape(3, 3)
     mj = t.data.cam_xmat[cam].reshape(3, 3)
-    assert rot[:, 2] == pytest.approx(-mj[:, 2], abs=1e-9)   # forward
-    assert rot[:, 0] == pytest.approx(mj[:, 0], abs=1e-9)    # right
-    assert rot[:, 1] == pytest.approx(-mj[:, 1], abs=1e-9)   # down
+    assert rot[:, 2] == pytest.approx(-mj[:, 2], abs=1e-9)  # forward
+    assert rot[:, 0] == pytest.approx(mj[:, 0], abs=1e-9)  # right
+    assert rot[:, 1] == pytest.approx(-mj[:, 1], abs=1e-9)  # down
 
 
 def test_get_states_roundtrip_is_exact(paused_node, client):
@@ -148,7 +183,7 @@ def test_get_states_roundtrip_is_exact(paused_node, client):
     res = client.call(SetStates, "/sim_node/set_states", SetStates.Request(states=first))
     assert res.success, res.message
     second = client.call(GetStates, "/sim_node/get_states", GetStates.Request()).states
-    assert second == first       # every float64 identical
+    assert second == first  # every float64 identical
 
 
 ARTICULATED = str(Path(__file__).resolve().parents[1] / "core" / "scenes" / "articulated.xml")
@@ -156,17 +191,27 @@ ARTICULATED = str(Path(__file__).resolve().parents[1] / "core" / "scenes" / "art
 
 def test_roundtrip_with_ball_joints_and_free_objects(start_node, client, snapshot_dir):
     """A floating-base robot with ball joints: set a non-trivial state, get, set, get."""
-    start_node({"scene": ARTICULATED, "paused": True,
-                "snapshot_dir": str(snapshot_dir)}).wait_serving(client)
+    start_node(
+        {"scene": ARTICULATED, "paused": True, "snapshot_dir": str(snapshot_dir)}
+    ).wait_serving(client)
     hip = [math.cos(0.4), math.sin(0.4) * 0.6, 0.0, math.sin(0.4) * 0.8]
-    walker = ModelState(name="walker", joint_states=[
-        MsJointState(name="hip", type=MsJointState.BALL, position=hip, velocity=[0.3, -0.2, 0.1]),
-        MsJointState(name="knee", position=[0.7], velocity=[-1.0])])
+    walker = ModelState(
+        name="walker",
+        joint_states=[
+            MsJointState(
+                name="hip", type=MsJointState.BALL, position=hip, velocity=[0.3, -0.2, 0.1]
+            ),
+            MsJointState(name="knee", position=[0.7], velocity=[-1.0]),
+        ],
+    )
     walker.pose.position.x, walker.pose.position.z = 0.2, 1.4
     walker.pose.orientation.w = 1.0
     walker.twist.angular.z = 0.5
-    res = client.call(SetStates, "/sim_node/set_states",
-                      SetStates.Request(states=[WorldState(model_states=[walker])]))
+    res = client.call(
+        SetStates,
+        "/sim_node/set_states",
+        SetStates.Request(states=[WorldState(model_states=[walker])]),
+    )
     assert res.success, res.message
     first = client.call(GetStates, "/sim_node/get_states", GetStates.Request()).states
     joints = {j.name: j for m in first[0].model_states for j in m.joint_states}

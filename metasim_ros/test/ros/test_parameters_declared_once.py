@@ -7,6 +7,7 @@ declaration, and no refused value gets through the checks.
 The running node refusing nan/inf over the parameter service and still advancing is
 tested in test_sim_node.py (test_parameters_are_validated_on_set).
 """
+
 from __future__ import annotations
 
 import math
@@ -55,8 +56,9 @@ def test_every_parameter_is_described():
 
 
 def test_default_yaml_is_generated_from_the_declarations():
-    assert DEFAULT_YAML.read_text() == decl.yaml_text(), \
+    assert DEFAULT_YAML.read_text() == decl.yaml_text(), (
         "regenerate: python -m metasim_ros.ros.parameters yaml > metasim_ros/config/default.yaml"
+    )
 
 
 def test_default_yaml_parses_to_the_declared_defaults():
@@ -73,8 +75,9 @@ def test_readme_table_is_generated_from_the_declarations():
     first = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("|"))
     end = next((i for i in range(first, len(lines)) if not lines[i].startswith("|")), len(lines))
     table = lines[first:end]
-    assert "\n".join(table) + "\n" == decl.readme_table(), \
+    assert "\n".join(table) + "\n" == decl.readme_table(), (
         "regenerate: python -m metasim_ros.ros.parameters readme (replace the README table)"
+    )
     for p in decl.PARAMS:
         row = next(line for line in table if line.startswith(f"| `{p.name}` |"))
         assert ("(runtime)" in row) == p.dynamic, row
@@ -84,8 +87,10 @@ def test_startup_summary_names_only_what_differs():
     params = decl.SimParameters(snapshot_dir=decl._resolve_snapshot_dir(""))
     assert decl.startup_summary(params) == "parameters: all default"
     params.num_envs, params.real_time_factor = 4, 0.0
-    assert decl.startup_summary(params) == \
-        "parameters: num_envs=4, real_time_factor=0 (others default)"
+    assert (
+        decl.startup_summary(params)
+        == "parameters: num_envs=4, real_time_factor=0 (others default)"
+    )
 
 
 # -- checks: nothing that could stop the node is accepted ------------------------------
@@ -120,6 +125,7 @@ def test_the_required_ranges():
     def rng(name):
         p = next(p for p in decl.PARAMS if p.name == name)
         return p.low, p.high
+
     assert rng("real_time_factor") == (0.0, 1e6)
     for name in ("clock_rate", "joint_state_rate", "world_state_rate", "tf_rate", "camera_rate"):
         assert rng(name) == (0.01, 10000.0), name  # slower: timed waits overflow
@@ -142,14 +148,16 @@ def test_wrong_types_are_refused():
     assert "real_time_factor" in _refusal("real_time_factor", True)
     assert "num_envs" in _refusal("num_envs", 2.0)
     assert "paused" in _refusal("paused", 1)
-    assert _accepted("real_time_factor", 0)   # an int for a float parameter is a number
+    assert _accepted("real_time_factor", 0)  # an int for a float parameter is a number
 
 
 # -- declare(): descriptors and start-up values (a plain rclpy node, no simulation) --------
 def _declared(overrides: dict | None = None):
     """declare() on a plain rclpy node (given start-up overrides): (params, node)."""
-    node = Node("parameters_declare_test", parameter_overrides=[
-        Parameter(k, value=v) for k, v in (overrides or {}).items()])
+    node = Node(
+        "parameters_declare_test",
+        parameter_overrides=[Parameter(k, value=v) for k, v in (overrides or {}).items()],
+    )
     try:
         return decl.declare(node), node
     except BaseException:
@@ -174,24 +182,33 @@ def test_declare_describes_and_ranges_every_parameter(ros_context):
         node.destroy_node()
 
 
-@pytest.mark.parametrize("name,value", [
-    ("real_time_factor", INF), ("real_time_factor", math.nan), ("real_time_factor", -1.0),
-    ("clock_rate", 0.0), ("num_envs", 0), ("camera_width", 9000), ("step_limit", 0),
-    ("render_quality", "best"),
-])
+@pytest.mark.parametrize(
+    "name,value",
+    [
+        ("real_time_factor", INF),
+        ("real_time_factor", math.nan),
+        ("real_time_factor", -1.0),
+        ("clock_rate", 0.0),
+        ("num_envs", 0),
+        ("camera_width", 9000),
+        ("step_limit", 0),
+        ("render_quality", "best"),
+    ],
+)
 def test_bad_startup_value_raises_naming_it(ros_context, name, value):
     with pytest.raises(ValueError, match=name):
         _declared({name: value})
 
 
 def test_startup_int_for_float_and_snapshot_dir(ros_context):
-    params, node = _declared({"real_time_factor": 0, "num_envs": 4,
-                                "snapshot_dir": "~/snaps"})
+    params, node = _declared({"real_time_factor": 0, "num_envs": 4, "snapshot_dir": "~/snaps"})
     try:
         assert params.real_time_factor == 0.0 and isinstance(params.real_time_factor, float)
         assert params.snapshot_dir == str(Path("~/snaps").expanduser())
-        assert decl.startup_summary(params) == \
-            f"parameters: num_envs=4, real_time_factor=0, snapshot_dir={params.snapshot_dir} " \
+        assert (
+            decl.startup_summary(params)
+            == f"parameters: num_envs=4, real_time_factor=0, snapshot_dir={params.snapshot_dir} "
             "(others default)"
+        )
     finally:
         node.destroy_node()

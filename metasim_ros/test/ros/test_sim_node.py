@@ -1,4 +1,7 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """sim_node as a user runs it: start, receive joint states and sim time, Ctrl-C."""
+
 from __future__ import annotations
 
 import math
@@ -16,7 +19,9 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
 FRANKA_JOINTS = [f"panda_joint{i}" for i in range(1, 8)] + [
-    "panda_finger_joint1", "panda_finger_joint2"]
+    "panda_finger_joint1",
+    "panda_finger_joint2",
+]
 HOME = [0.0, -0.785398, 0.0, -2.356194, 0.0, 1.570796, 0.785398, 0.04, 0.04]
 
 
@@ -47,7 +52,9 @@ def test_sigterm_exits_cleanly(start_node, client):
 
 def test_broken_scene_fails_with_one_line(start_node, tmp_path):
     bad = tmp_path / "broken.xml"
-    bad.write_text("<mujoco><worldbody><body name='a'><geom type='nonsense'/></body></worldbody></mujoco>")
+    bad.write_text(
+        "<mujoco><worldbody><body name='a'><geom type='nonsense'/></body></worldbody></mujoco>"
+    )
     node = start_node({"scene": str(bad)})
     node.proc.wait(timeout=30)
     node.stop()
@@ -96,27 +103,38 @@ def test_parameters_are_validated_on_set(start_node, client):
     start_node().wait_serving(client)
 
     def set_param(name: str, value: ParameterValue):
-        res = client.call(SetParameters, "/sim_node/set_parameters",
-                          SetParameters.Request(parameters=[Parameter(name=name, value=value)]))
+        res = client.call(
+            SetParameters,
+            "/sim_node/set_parameters",
+            SetParameters.Request(parameters=[Parameter(name=name, value=value)]),
+        )
         return res.results[0]
 
     double = lambda v: ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=v)  # noqa: E731
     bad = set_param("real_time_factor", double(-1.0))
     assert not bad.successful and "real_time_factor" in bad.reason
     assert set_param("tf_rate", double(5.0)).successful
-    read_only = set_param("num_envs", ParameterValue(type=ParameterType.PARAMETER_INTEGER, integer_value=3))
+    read_only = set_param(
+        "num_envs", ParameterValue(type=ParameterType.PARAMETER_INTEGER, integer_value=3)
+    )
     assert not read_only.successful
-    choice = set_param("on_divergence", ParameterValue(type=ParameterType.PARAMETER_STRING,
-                                                       string_value="explode"))
+    choice = set_param(
+        "on_divergence", ParameterValue(type=ParameterType.PARAMETER_STRING, string_value="explode")
+    )
     assert not choice.successful and "reset" in choice.reason
 
-    for name, value in [("real_time_factor", math.inf), ("real_time_factor", math.nan),
-                        ("real_time_factor", -math.inf), ("clock_rate", 0.0),
-                        ("clock_rate", math.inf), ("tf_rate", math.nan)]:
+    for name, value in [
+        ("real_time_factor", math.inf),
+        ("real_time_factor", math.nan),
+        ("real_time_factor", -math.inf),
+        ("clock_rate", 0.0),
+        ("clock_rate", math.inf),
+        ("tf_rate", math.nan),
+    ]:
         refused = set_param(name, double(value))
         assert not refused.successful and name in refused.reason, (name, value, refused.reason)
     first = sim_time_from_status(client)
     time.sleep(0.3)
-    assert sim_time_from_status(client) > first + 0.1   # still running at real-time factor 1
+    assert sim_time_from_status(client) > first + 0.1  # still running at real-time factor 1
     later = client.wait_for_message(Clock, "/clock", predicate=lambda m: seconds(m) > first)
-    assert seconds(later) > first                        # and /clock still publishes
+    assert seconds(later) > first  # and /clock still publishes

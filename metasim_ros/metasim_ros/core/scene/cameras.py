@@ -1,3 +1,5 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """Scene cameras: pose and pinhole model in OpenCV convention, rgb + depth in one pass.
 
 Conventions (OpenCV / ROS optical frame): camera x right, y down, z forward along the
@@ -7,6 +9,7 @@ cx = (W-1)/2). MuJoCo cameras look along their -z with y up; only perspective ca
 given by `fovy` are modelled. `look_at` is the point 1 m ahead on the optical axis.
 `depth` is the distance along the optical axis in metres (not along the ray).
 """
+
 from __future__ import annotations
 
 import math
@@ -50,10 +53,13 @@ class CameraPoses:
             res = tuple(int(x) for x in model.cam_resolution[c])
             default = (model.vis.global_.offwidth, model.vis.global_.offheight)
             self.sizes.append(size or (res if res != (1, 1) else default))
-        self.intrinsics = [intrinsic_matrix(float(model.cam_fovy[c]), w, h)
-                           for c, (w, h) in enumerate(self.sizes)]
+        self.intrinsics = [
+            intrinsic_matrix(float(model.cam_fovy[c]), w, h) for c, (w, h) in enumerate(self.sizes)
+        ]
         fixed = int(mujoco.mjtCamLight.mjCAMLIGHT_FIXED)
-        static = [c for c in range(model.ncam) if model.cam_bodyid[c] == 0 and model.cam_mode[c] == fixed]
+        static = [
+            c for c in range(model.ncam) if model.cam_bodyid[c] == 0 and model.cam_mode[c] == fixed
+        ]
         self._dynamic = np.array([c for c in range(model.ncam) if c not in static], dtype=np.intp)
         data = mujoco.MjData(model)
         mujoco.mj_kinematics(model, data)
@@ -107,15 +113,23 @@ class CameraRenderer:
         self._c = np.float32(-0.5) * (-(far + near) / (far - near)) - np.float32(0.5)
         self._d = np.float32(-0.5) * (-(np.float32(2) * far * near) / (far - near))
 
-    def render(self, data: mujoco.MjData, cam_id: int, width: int, height: int
-               ) -> tuple[np.ndarray, np.ndarray]:
+    def render(
+        self, data: mujoco.MjData, cam_id: int, width: int, height: int
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(rgb [H,W,3] uint8, depth [H,W] float32 metres) from one render pass."""
         rect = mujoco.MjrRect(0, 0, width, height)
         rgb = np.empty((height, width, 3), dtype=np.uint8)
         depth = np.empty((height, width), dtype=np.float32)
         self._camera.fixedcamid = cam_id
-        mujoco.mjv_updateScene(self._model, data, self._option, None, self._camera,
-                               mujoco.mjtCatBit.mjCAT_ALL, self._scene)
+        mujoco.mjv_updateScene(
+            self._model,
+            data,
+            self._option,
+            None,
+            self._camera,
+            mujoco.mjtCatBit.mjCAT_ALL,
+            self._scene,
+        )
         with self._gl.as_current():
             mujoco.mjr_render(rect, self._scene, self._ctx)
             mujoco.mjr_readPixels(rgb, depth, rect, self._ctx)

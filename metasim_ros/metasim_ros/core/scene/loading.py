@@ -1,8 +1,11 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """Loading a scene (MJCF or URDF) and finding its models, robots and cameras.
 
 A *model* is a direct child body of <worldbody> with its subtree; a *robot* is a
 model that owns an actuator, unless the caller names the robots explicitly.
 """
+
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
@@ -26,20 +29,20 @@ class ModelInfo:
     """One model of the scene; names are MuJoCo names (synthesised when empty)."""
 
     name: str
-    kind: str                      # "object" | "robot"
-    root_body: int                 # body id of the model root (direct child of world)
-    free: bool                     # the root body has a free joint
-    bodies: tuple[str, ...]        # root first, in model order
-    joints: tuple[str, ...]        # every joint but the root free joint, model order
+    kind: str  # "object" | "robot"
+    root_body: int  # body id of the model root (direct child of world)
+    free: bool  # the root body has a free joint
+    bodies: tuple[str, ...]  # root first, in model order
+    joints: tuple[str, ...]  # every joint but the root free joint, model order
     body_ids: tuple[int, ...]
     joint_ids: tuple[int, ...]
-    free_joint: int                # joint id of the root free joint, -1 if none
+    free_joint: int  # joint id of the root free joint, -1 if none
 
 
 @dataclass(frozen=True)
 class LoadedScene:
     model: mujoco.MjModel
-    xml: str                       # MJCF text the model compiles from
+    xml: str  # MJCF text the model compiles from
     path: str | None
 
 
@@ -85,7 +88,9 @@ def names(model: mujoco.MjModel, objtype: mujoco.mjtObj, count: int) -> list[str
     out = [object_name(model, objtype, i) for i in range(count)]
     if len(set(out)) != len(out):
         dup = sorted({n for n in out if out.count(n) > 1})
-        raise SceneError(f"duplicate {objtype.name[6:].lower()} names {dup}; name them in the scene")
+        raise SceneError(
+            f"duplicate {objtype.name[6:].lower()} names {dup}; name them in the scene"
+        )
     return out
 
 
@@ -103,7 +108,11 @@ def _actuated_roots(model: mujoco.MjModel) -> set[int]:
         elif trn == _TRN.mjTRN_TENDON:
             adr = model.tendon_adr[target]
             obj = model.wrap_objid[adr]
-            body = model.jnt_bodyid[obj] if model.wrap_type[adr] == _WRAP_JOINT else model.site_bodyid[obj]
+            body = (
+                model.jnt_bodyid[obj]
+                if model.wrap_type[adr] == _WRAP_JOINT
+                else model.site_bodyid[obj]
+            )
         else:
             continue
         roots.add(int(model.body_rootid[body]))
@@ -122,7 +131,9 @@ def find_models(model: mujoco.MjModel, robots: Sequence[str] | None = None) -> l
     if robots is not None:
         unknown = [r for r in robots if r not in root_names]
         if unknown:
-            raise SceneError(f"robots {unknown} are not models of the scene (models: {sorted(root_names)})")
+            raise SceneError(
+                f"robots {unknown} are not models of the scene (models: {sorted(root_names)})"
+            )
         robot_roots = {r for r in roots if body_names[r] in set(robots)}
     else:
         robot_roots = _actuated_roots(model)
@@ -130,13 +141,23 @@ def find_models(model: mujoco.MjModel, robots: Sequence[str] | None = None) -> l
     for r in roots:
         bodies = np.flatnonzero(model.body_rootid == r)
         joints = np.flatnonzero(np.isin(model.jnt_bodyid, bodies))
-        free = (int(model.body_jntnum[r]) == 1
-                and int(model.jnt_type[model.body_jntadr[r]]) == FREE.type)
+        free = (
+            int(model.body_jntnum[r]) == 1
+            and int(model.jnt_type[model.body_jntadr[r]]) == FREE.type
+        )
         free_joint = int(model.body_jntadr[r]) if free else -1
         joints = [int(j) for j in joints if j != free_joint]
-        infos.append(ModelInfo(
-            name=body_names[r], kind="robot" if r in robot_roots else "object", root_body=r,
-            free=bool(free), bodies=tuple(body_names[b] for b in bodies),
-            joints=tuple(joint_names[j] for j in joints), body_ids=tuple(int(b) for b in bodies),
-            joint_ids=tuple(joints), free_joint=free_joint))
+        infos.append(
+            ModelInfo(
+                name=body_names[r],
+                kind="robot" if r in robot_roots else "object",
+                root_body=r,
+                free=bool(free),
+                bodies=tuple(body_names[b] for b in bodies),
+                joints=tuple(joint_names[j] for j in joints),
+                body_ids=tuple(int(b) for b in bodies),
+                joint_ids=tuple(joints),
+                free_joint=free_joint,
+            )
+        )
     return infos

@@ -1,3 +1,5 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """The simulation as the node's parts see it: brief locked access and one run state.
 
 Every part of the node (periodic topics, services, cameras, and the publishers to come)
@@ -6,6 +8,7 @@ immutable facts (model, names) through `handler`, and changes the run state (pau
 halted by a divergence, the divergence log) only through the methods here, so that
 state has one owner and every report is derived from it.
 """
+
 from __future__ import annotations
 
 import threading
@@ -22,9 +25,14 @@ DIVERGENCE_POLICIES = ("reset", "pause")
 class SimulationAccess:
     """The handler, its physics loop, and the run state, behind one object."""
 
-    def __init__(self, handler: MujocoHandler, real_time_factor: float, *,
-                 on_divergence: str = "reset",
-                 log_error: Callable[[str], None] = lambda _text: None) -> None:
+    def __init__(
+        self,
+        handler: MujocoHandler,
+        real_time_factor: float,
+        *,
+        on_divergence: str = "reset",
+        log_error: Callable[[str], None] = lambda _text: None,
+    ) -> None:
         """log_error: where divergences are reported (the node's logger)."""
         self.handler = handler
         self.on_divergence = on_divergence
@@ -99,8 +107,10 @@ class SimulationAccess:
         loop = self.loop
         run = "paused" if loop.paused else f"running at real-time factor {loop.real_time_factor:g}"
         divergences = self.divergences
-        text = (f"{run}; sim time {t:.6f} s; {self.handler.num_envs} env(s); "
-                f"{len(divergences)} divergence(s)")
+        text = (
+            f"{run}; sim time {t:.6f} s; {self.handler.num_envs} env(s); "
+            f"{len(divergences)} divergence(s)"
+        )
         if divergences:
             text += f"; last: {divergences[-1]}"
         if self._halted:

@@ -1,4 +1,7 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """MujocoHandler: one MjModel, N independent MjData, read and written as MetaSim states."""
+
 from __future__ import annotations
 
 import copy
@@ -11,14 +14,14 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from metasim_ros.core.scene import loading as scene_mod
-from metasim_ros.core.state.targets import JointTargets
-from metasim_ros.core.scene.cameras import CameraPoses, CameraRenderer
 from metasim_ros.core.errors import SceneError, StateValidationError
-from metasim_ros.core.state.joints import JointReader, JointReading
+from metasim_ros.core.scene import loading as scene_mod
+from metasim_ros.core.scene.cameras import CameraPoses, CameraRenderer
 from metasim_ros.core.scene.loading import ModelInfo
-from metasim_ros.core.state.schema import Action, State
+from metasim_ros.core.state.joints import JointReader, JointReading
 from metasim_ros.core.state.reader import StateReader
+from metasim_ros.core.state.schema import Action, State
+from metasim_ros.core.state.targets import JointTargets
 from metasim_ros.core.state.writer import Plan, StateWriter
 
 #: The complete physics state: what a snapshot stores and a capture holds.
@@ -29,10 +32,16 @@ INITIAL_KEYFRAME = "home"
 
 
 #: MuJoCo's instability warnings (it resets the MjData when one fires).
-_UNSTABLE = (mujoco.mjtWarning.mjWARN_BADQPOS, mujoco.mjtWarning.mjWARN_BADQVEL,
-             mujoco.mjtWarning.mjWARN_BADQACC)
-_UNSTABLE_TEXT = ("NaN, Inf or huge value in qpos", "NaN, Inf or huge value in qvel",
-                  "NaN, Inf or huge value in qacc")
+_UNSTABLE = (
+    mujoco.mjtWarning.mjWARN_BADQPOS,
+    mujoco.mjtWarning.mjWARN_BADQVEL,
+    mujoco.mjtWarning.mjWARN_BADQACC,
+)
+_UNSTABLE_TEXT = (
+    "NaN, Inf or huge value in qpos",
+    "NaN, Inf or huge value in qvel",
+    "NaN, Inf or huge value in qacc",
+)
 
 
 @dataclass
@@ -69,9 +78,18 @@ class MujocoHandler:
     Not thread-safe: callers serialise access (the node holds one lock).
     """
 
-    def __init__(self, scene: str | None = None, num_envs: int = 1, robots: list[str] | None = None,
-                 *, kp: float = 100.0, kd: float = 10.0, camera_size: tuple[int, int] | None = None,
-                 fast_render: bool = True, derived_tolerance: float = 1e-6) -> None:
+    def __init__(
+        self,
+        scene: str | None = None,
+        num_envs: int = 1,
+        robots: list[str] | None = None,
+        *,
+        kp: float = 100.0,
+        kd: float = 10.0,
+        camera_size: tuple[int, int] | None = None,
+        fast_render: bool = True,
+        derived_tolerance: float = 1e-6,
+    ) -> None:
         """scene: MJCF/URDF path, MJCF text, or None for the embedded default scene.
 
         kp, kd: PD gains for robot joints driven by motors. camera_size: (width, height)
@@ -97,8 +115,9 @@ class MujocoHandler:
         self._camera_poses = CameraPoses(m, camera_size)
         self._fast_render = fast_render
         self._renderer: CameraRenderer | None = None
-        self._reader = StateReader(m, self.models, self._datas, self.cameras, self._camera_poses,
-                                   self._targets)
+        self._reader = StateReader(
+            m, self.models, self._datas, self.cameras, self._camera_poses, self._targets
+        )
         self._writer = StateWriter(m, self._reader, self._targets, self.cameras, derived_tolerance)
         self._joints = JointReader(m, self.joint_names, self._targets)
         self._stale = [False] * num_envs  # changed since derived quantities were computed
@@ -156,8 +175,10 @@ class MujocoHandler:
         """Put a captured state back; the env then continues bit-identically to the
         captured one (ctrl is part of the integration state, so servos are not rewritten)."""
         if state.integration.shape != (self._state_size,):
-            raise StateValidationError("integration_state", f"expected {self._state_size} values, "
-                                       f"got {state.integration.shape}")
+            raise StateValidationError(
+                "integration_state",
+                f"expected {self._state_size} values, got {state.integration.shape}",
+            )
         with self.editing(env_id) as data:
             if state.pos_target is not None:
                 self._targets.pos[env_id] = state.pos_target
@@ -206,16 +227,22 @@ class MujocoHandler:
         try:
             ids = list(env_ids)
         except TypeError:
-            raise StateValidationError("env_ids", f"expected a list of ints, got {type(env_ids).__name__}") from None
+            raise StateValidationError(
+                "env_ids", f"expected a list of ints, got {type(env_ids).__name__}"
+            ) from None
         if not all(isinstance(e, numbers.Integral) and not isinstance(e, bool) for e in ids):
             raise StateValidationError("env_ids", f"{ids}: env ids must be ints")
         ids = [int(e) for e in ids]
         bad = [e for e in ids if not 0 <= e < self.num_envs]
         if bad or len(set(ids)) != len(ids):
-            raise StateValidationError("env_ids", f"{ids}: must be distinct, in [0, {self.num_envs})")
+            raise StateValidationError(
+                "env_ids", f"{ids}: must be distinct, in [0, {self.num_envs})"
+            )
         return ids
 
-    def get_states(self, env_ids: Sequence[int] | None = None, *, render: bool = True) -> list[State]:
+    def get_states(
+        self, env_ids: Sequence[int] | None = None, *, render: bool = True
+    ) -> list[State]:
         """One State per environment; render=False leaves out rgb/depth (cheap)."""
         states = []
         ids = self._env_ids(env_ids)
@@ -231,25 +258,35 @@ class MujocoHandler:
         if not self.cameras:
             return
         if self._renderer is None:
-            self._renderer = CameraRenderer(self._model, self._camera_poses.sizes, self._fast_render)
+            self._renderer = CameraRenderer(
+                self._model, self._camera_poses.sizes, self._fast_render
+            )
         for c, name in enumerate(self.cameras):
             w, h = self._camera_poses.sizes[c]
             rgb, depth = self._renderer.render(data, c, w, h)
             state["cameras"][name]["rgb"] = rgb
             state["cameras"][name]["depth"] = depth
 
-    def _plans(self, requests: Any, env_ids: Sequence[int] | None, what: str, action: bool) -> list[Plan]:
+    def _plans(
+        self, requests: Any, env_ids: Sequence[int] | None, what: str, action: bool
+    ) -> list[Plan]:
         ids = self._env_ids(env_ids)
         self._sync(ids)
         if not isinstance(requests, Sequence) or isinstance(requests, (str, bytes)):
-            raise StateValidationError("", f"expected a list of {what} (one per environment), "
-                                       f"got {type(requests).__name__}")
+            raise StateValidationError(
+                "",
+                f"expected a list of {what} (one per environment), got {type(requests).__name__}",
+            )
         if len(requests) != len(ids):
-            raise StateValidationError("", f"expected {len(ids)} {what} (one per environment), got {len(requests)}")
+            raise StateValidationError(
+                "", f"expected {len(ids)} {what} (one per environment), got {len(requests)}"
+            )
         plans = []
         for e, request in zip(ids, requests):
             try:
-                plan = (self._writer.plan_action if action else self._writer.plan_state)(e, self._datas[e], request)
+                plan = (self._writer.plan_action if action else self._writer.plan_state)(
+                    e, self._datas[e], request
+                )
                 self._writer.check_derived(plan)
             except StateValidationError as exc:
                 raise StateValidationError(exc.key, exc.reason, e) from None
@@ -292,19 +329,23 @@ class MujocoHandler:
         """
         events = {}
         for e, d in enumerate(self._datas):
-            counts = d.warning.number   # one read of all counters (runs after every batch)
+            counts = d.warning.number  # one read of all counters (runs after every batch)
             if not (counts[_UNSTABLE[0]] or counts[_UNSTABLE[1]] or counts[_UNSTABLE[2]]):
                 continue
-            what = [f"{text} (DOF {int(d.warning[w].lastinfo)})"
-                    for w, text in zip(_UNSTABLE, _UNSTABLE_TEXT) if d.warning[w].number > 0]
+            what = [
+                f"{text} (DOF {int(d.warning[w].lastinfo)})"
+                for w, text in zip(_UNSTABLE, _UNSTABLE_TEXT)
+                if d.warning[w].number > 0
+            ]
             if what:
                 events[e] = "; ".join(what)
                 for w in _UNSTABLE:
                     d.warning[w].number = 0
         return events
 
-    def reset(self, init_states: Sequence[State] | None = None,
-              env_ids: Sequence[int] | None = None) -> None:
+    def reset(
+        self, init_states: Sequence[State] | None = None, env_ids: Sequence[int] | None = None
+    ) -> None:
         """Envs (default: all) back to the initial state ('home' keyframe, else the
         model's defaults) with targets holding it, then `init_states` (one per env
         reset) through set_states."""
@@ -324,13 +365,21 @@ class MujocoHandler:
     def joint_states(self, env_id: int = 0, reference: str = "target") -> list[JointReading]:
         """Every joint's reading, errors = reference - current (see core.joints)."""
         # an in-range int needs no further checking (the publish path); anything else is validated
-        e = env_id if type(env_id) is int and 0 <= env_id < len(self._datas) else self._env_ids([env_id])[0]
+        e = (
+            env_id
+            if type(env_id) is int and 0 <= env_id < len(self._datas)
+            else self._env_ids([env_id])[0]
+        )
         self._sync((e,))
         return self._joints.read(self._datas[e], e, reference)
 
     def _backup(self, env_id: int) -> tuple[mujoco.MjData, np.ndarray, np.ndarray, bool]:
-        return (copy.copy(self._datas[env_id]), self._targets.pos[env_id].copy(),
-                self._targets.vel[env_id].copy(), self._stale[env_id])
+        return (
+            copy.copy(self._datas[env_id]),
+            self._targets.pos[env_id].copy(),
+            self._targets.vel[env_id].copy(),
+            self._stale[env_id],
+        )
 
     def _put_back(self, env_id: int, backup: tuple) -> None:
         data, pos, vel, stale = backup

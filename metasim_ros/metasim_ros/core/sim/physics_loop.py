@@ -1,3 +1,5 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """Physics thread: steps a handler at a real-time factor, pausable, with fair access.
 
 The loop holds the simulation lock only while stepping one small batch. Callers that
@@ -8,6 +10,7 @@ waits behind an as-fast-as-possible physics loop.
 Periodic readers (publishers) run *in* this thread through `on_tick`, between batches:
 handing the lock to another thread and back costs far more than reading the state.
 """
+
 from __future__ import annotations
 
 import threading
@@ -30,9 +33,13 @@ class PhysicsLoop:
     #: Most steps taken under one lock hold when running behind or as fast as possible.
     MAX_BATCH = 20
 
-    def __init__(self, handler: Steppable, real_time_factor: float = 1.0,
-                 tick_period: float = 0.005,
-                 on_diverged: Callable[[dict[int, str]], None] | None = None) -> None:
+    def __init__(
+        self,
+        handler: Steppable,
+        real_time_factor: float = 1.0,
+        tick_period: float = 0.005,
+        on_diverged: Callable[[dict[int, str]], None] | None = None,
+    ) -> None:
         """on_diverged: called (outside the lock) with handler.divergence() when the
         physics of some environment blew up while stepping. Tick callbacks (`add_tick`)
         run in the physics thread after every batch, and at least every `tick_period`
@@ -50,7 +57,7 @@ class PhysicsLoop:
         self._waiters_lock = threading.Lock()
         self._no_waiters = threading.Event()
         self._no_waiters.set()
-        self._running = threading.Event()   # set = physics advances on its own
+        self._running = threading.Event()  # set = physics advances on its own
         self._running.set()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -63,7 +70,9 @@ class PhysicsLoop:
     @real_time_factor.setter
     def real_time_factor(self, value: float) -> None:
         if not value >= 0.0:
-            raise ValueError(f"real_time_factor must be >= 0 (0 = as fast as possible), got {value}")
+            raise ValueError(
+                f"real_time_factor must be >= 0 (0 = as fast as possible), got {value}"
+            )
         self._rtf = float(value)
         self._resync = True
         self._wake.set()
@@ -156,8 +165,8 @@ class PhysicsLoop:
                 if due <= 0:
                     self._idle((done + 1) * dt / rtf - (time.perf_counter() - wall0))
                     continue
-                if due > 50 * self.MAX_BATCH:    # far behind (e.g. after a long stall):
-                    self._resync = True           # drop the backlog instead of racing
+                if due > 50 * self.MAX_BATCH:  # far behind (e.g. after a long stall):
+                    self._resync = True  # drop the backlog instead of racing
                     due = self.MAX_BATCH
                 n = min(due, self.MAX_BATCH)
             else:

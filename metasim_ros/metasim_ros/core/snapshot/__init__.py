@@ -1,3 +1,5 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """Public snapshot API: save, load (with a verification report), inspect and convert HDF5 snapshots.
 
 ``save_snapshot`` writes the own format (see ``snapshot_format``) atomically; ``load_snapshot``
@@ -14,10 +16,14 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from metasim_ros.core.snapshot.format import capture_state, stack_trajectory, state_size, write_snapshot
 from metasim_ros.core.errors import SnapshotError
+from metasim_ros.core.snapshot.format import (
+    capture_state,
+    stack_trajectory,
+    state_size,
+    write_snapshot,
+)
 from metasim_ros.core.snapshot.io import LayoutMismatch, open_snapshot
-from metasim_ros.core.snapshot.simulation import Simulation
 from metasim_ros.core.snapshot.restore import (
     DEFAULT_MAX_STEPS,
     DEFAULT_TOLERANCE,
@@ -26,6 +32,7 @@ from metasim_ros.core.snapshot.restore import (
     check_tolerance,
     restore_from_file,
 )
+from metasim_ros.core.snapshot.simulation import Simulation
 
 #: Default limit on the size of a snapshot file loaded (bytes). Loading reads single rows, so
 #: large files are cheap; the limit only refuses files no recording plausibly reaches.
@@ -64,11 +71,19 @@ def save_snapshot(
     ids = list(range(handler.num_envs)) if env_ids is None else [int(e) for e in env_ids]
     bad = [e for e in ids if not 0 <= e < handler.num_envs]
     if not ids or bad or len(set(ids)) != len(ids):
-        raise SnapshotError(f"env_ids {list(env_ids or [])} invalid: the simulation has {handler.num_envs} env(s)")
+        raise SnapshotError(
+            f"env_ids {list(env_ids or [])} invalid: the simulation has {handler.num_envs} env(s)"
+        )
     target = Path(path)
     if not target.parent.is_dir():
-        raise SnapshotError(f"cannot save snapshot {target}: directory {target.parent} does not exist")
-    rows = None if trajectory is None else stack_trajectory(trajectory, ids, state_size(handler.model), max_steps)
+        raise SnapshotError(
+            f"cannot save snapshot {target}: directory {target.parent} does not exist"
+        )
+    rows = (
+        None
+        if trajectory is None
+        else stack_trajectory(trajectory, ids, state_size(handler.model), max_steps)
+    )
     try:
         write_snapshot(handler, target, ids, rows, progress)
     except OSError as exc:
@@ -105,7 +120,9 @@ def load_snapshot(
 
 
 def _check_limit(value: int | None, name: str) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0):
+    if value is not None and (
+        isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0
+    ):
         raise SnapshotError(f"{name} must be None or an int >= 0, got {value!r}")
 
 
@@ -117,7 +134,11 @@ def inspect_snapshot(path: str | os.PathLike[str]) -> dict[str, Any]:
             try:
                 found = strategy.describe(f)
             except Exception as exc:  # noqa: BLE001 - describing a corrupt file must not fail
-                found = {"unreadable": str(exc) if isinstance(exc, LayoutMismatch) else f"{type(exc).__name__}: {exc}"}
+                found = {
+                    "unreadable": str(exc)
+                    if isinstance(exc, LayoutMismatch)
+                    else f"{type(exc).__name__}: {exc}"
+                }
             if found is not None:
                 layouts[strategy.name] = found
         return {"path": str(path), "layouts": layouts, "top_level": sorted(f.keys())}

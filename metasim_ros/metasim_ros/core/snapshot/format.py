@@ -1,3 +1,5 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """The own snapshot format (version 1): its layout, the model signature, and writing it.
 
 Layout (every ``[T, ...]`` dataset holds one row per state; T = 1 for a single snapshot)::
@@ -31,12 +33,12 @@ import numpy as np
 from tqdm import tqdm
 
 from metasim_ros.core.atomic import atomic_path
+from metasim_ros.core.sim.handler import INTEGRATION_STATE
 from metasim_ros.core.snapshot.io import (
     SnapshotError,
     encode_key,
 )
 from metasim_ros.core.snapshot.simulation import PhysicsState, Simulation
-from metasim_ros.core.sim.handler import INTEGRATION_STATE
 
 FORMAT_NAME = "metasim_snapshot"
 FORMAT_VERSION = 1
@@ -113,11 +115,15 @@ def write_snapshot(
             g.create_dataset("xml", data=handler.scene_xml, dtype=h5py.string_dtype())
             g.attrs["signature"] = json.dumps(sig)
             for key in ("joint_names", "body_names", "actuator_names"):
-                g.create_dataset(key, data=np.array(sig[key], dtype=object), dtype=h5py.string_dtype())
+                g.create_dataset(
+                    key, data=np.array(sig[key], dtype=object), dtype=h5py.string_dtype()
+                )
             g.create_dataset("joint_types", data=np.array(sig["joint_types"], dtype=np.int8))
             for e in env_ids:
                 eg = f.create_group(f"envs/env_{e}")
-                eg.create_dataset("integration_state", data=current[e], chunks=_chunks(current[e].shape))
+                eg.create_dataset(
+                    "integration_state", data=current[e], chunks=_chunks(current[e].shape)
+                )
                 _write_tree(eg.create_group("state"), trees[e])
 
 
@@ -138,7 +144,13 @@ def _trees(handler: Simulation, env_id: int, rows: np.ndarray | None, progress: 
     """
     out = []
     with handler.transaction([env_id]) as tx:
-        for row in tqdm([None] if rows is None else rows, desc="state tree", unit="step", disable=not progress, leave=False):
+        for row in tqdm(
+            [None] if rows is None else rows,
+            desc="state tree",
+            unit="step",
+            disable=not progress,
+            leave=False,
+        ):
             if row is not None:
                 handler.restore(env_id, PhysicsState(row))
             out.append(handler.get_states([env_id], render=False)[0])
@@ -168,20 +180,32 @@ def stack_trajectory(
     ``max_steps``: largest T accepted (None: any); checked before the rows are copied.
     """
     try:
-        cut = not hasattr(trajectory, "shape")  # lists, generators: at most max_steps + 1 rows are taken
+        cut = not hasattr(
+            trajectory, "shape"
+        )  # lists, generators: at most max_steps + 1 rows are taken
         if cut:
-            trajectory = list(itertools.islice(trajectory, None if max_steps is None else max_steps + 1))
-        steps = len(trajectory) if cut else (int(trajectory.shape[0]) if len(trajectory.shape) else 0)
+            trajectory = list(
+                itertools.islice(trajectory, None if max_steps is None else max_steps + 1)
+            )
+        steps = (
+            len(trajectory) if cut else (int(trajectory.shape[0]) if len(trajectory.shape) else 0)
+        )
         if max_steps is not None and steps > max_steps:
-            raise SnapshotError(f"trajectory is longer than max_steps={max_steps} ({steps}{'+' if cut else ''} steps)")
+            raise SnapshotError(
+                f"trajectory is longer than max_steps={max_steps} ({steps}{'+' if cut else ''} steps)"
+            )
         raw = np.asarray(trajectory)
         if raw.dtype.kind not in "fiu":
-            raise SnapshotError(f"trajectory is not a numeric array of integration states (dtype {raw.dtype})")
+            raise SnapshotError(
+                f"trajectory is not a numeric array of integration states (dtype {raw.dtype})"
+            )
         arr = raw.astype(np.float64, copy=False)
     except (TypeError, ValueError) as exc:
         if isinstance(exc, SnapshotError):
             raise
-        raise SnapshotError(f"trajectory is not a numeric array of integration states: {exc}") from None
+        raise SnapshotError(
+            f"trajectory is not a numeric array of integration states: {exc}"
+        ) from None
     if arr.ndim == 2 and len(env_ids) == 1:
         arr = arr[:, None, :]
     if arr.ndim != 3 or arr.shape[0] == 0 or arr.shape[1:] != (len(env_ids), size):

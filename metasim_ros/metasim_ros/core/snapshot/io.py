@@ -1,3 +1,5 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """Defensive HDF5 reading for snapshots: every failure becomes one ``SnapshotError`` naming the problem.
 
 Files come from other tools and other people, so shapes, dtypes and sizes are checked *before*
@@ -44,7 +46,9 @@ def open_snapshot(path: str | os.PathLike[str], max_bytes: int | None = None) ->
     if not p.is_file():
         raise SnapshotError(f"snapshot path is not a regular file: {p}")
     if max_bytes is not None and st.st_size > max_bytes:
-        raise SnapshotError(f"snapshot file {p} is {st.st_size} bytes, larger than the limit max_bytes={max_bytes}")
+        raise SnapshotError(
+            f"snapshot file {p} is {st.st_size} bytes, larger than the limit max_bytes={max_bytes}"
+        )
     try:
         is_hdf5 = h5py.is_hdf5(p)
     except OSError as exc:
@@ -53,8 +57,10 @@ def open_snapshot(path: str | os.PathLike[str], max_bytes: int | None = None) ->
         raise SnapshotError(f"not an HDF5 file: {p}")
     bad_heap = _looping_global_heap(p)
     if bad_heap is not None:
-        raise SnapshotError(f"corrupt HDF5 file {p}: global heap at byte {bad_heap} is malformed "
-                            "(HDF5 would never finish reading it)")
+        raise SnapshotError(
+            f"corrupt HDF5 file {p}: global heap at byte {bad_heap} is malformed "
+            "(HDF5 would never finish reading it)"
+        )
     try:
         return h5py.File(p, "r")
     except Exception as exc:  # noqa: BLE001 - a corrupt superblock or header surfaces as OSError, ValueError, ...
@@ -95,7 +101,9 @@ def _heap_loops(mm: mmap.mmap, start: int, length: int) -> bool:
         if p + 16 > end:
             return False  # too small for an object header: the rest is free space
         idx, _, _, size = struct.unpack_from("<HHIQ", mm, p)
-        need = (16 + (((size + 7) & _U64) & ~7)) & _U64 if idx > 0 else size  # C's size_t arithmetic
+        need = (
+            (16 + (((size + 7) & _U64) & ~7)) & _U64 if idx > 0 else size
+        )  # C's size_t arithmetic
         if need == 0 or need >= 2**63:  # no progress, or a pointer moved backwards
             return True
         p += need
@@ -167,7 +175,9 @@ def row_count(ds: h5py.Dataset, row_ndim: int) -> int:
         return 1
     if ds.ndim == row_ndim + 1:
         return int(ds.shape[0])
-    raise LayoutMismatch(f"{ds.name} has shape {ds.shape}, expected {row_ndim} or {row_ndim + 1} dimensions")
+    raise LayoutMismatch(
+        f"{ds.name} has shape {ds.shape}, expected {row_ndim} or {row_ndim + 1} dimensions"
+    )
 
 
 def read_row(ds: h5py.Dataset, index: int, shape: tuple[int, ...] | None = None) -> np.ndarray:
@@ -180,9 +190,13 @@ def read_row(ds: h5py.Dataset, index: int, shape: tuple[int, ...] | None = None)
     count = row_count(ds, row_ndim)
     row_shape = ds.shape if ds.ndim == row_ndim else ds.shape[1:]
     if shape is not None and tuple(row_shape) != tuple(shape):
-        raise LayoutMismatch(f"{ds.name} rows have shape {tuple(row_shape)}, this model needs {tuple(shape)}")
+        raise LayoutMismatch(
+            f"{ds.name} rows have shape {tuple(row_shape)}, this model needs {tuple(shape)}"
+        )
     if int(np.prod(row_shape, dtype=np.int64)) > MAX_ROW_VALUES:
-        raise LayoutMismatch(f"{ds.name} declares rows of {row_shape} values, larger than any model")
+        raise LayoutMismatch(
+            f"{ds.name} declares rows of {row_shape} values, larger than any model"
+        )
     if ds.dtype.kind not in "fiu":
         raise LayoutMismatch(f"{ds.name} has dtype {ds.dtype}, expected numbers")
     i = resolve_index(index, count, ds.name)
@@ -208,7 +222,9 @@ def read_text(obj: h5py.Dataset | h5py.AttributeManager, name: str | None = None
     except (OSError, KeyError) as exc:
         raise LayoutMismatch(f"cannot read text {name or obj.name}: {exc}") from None
     if value is None:
-        raise LayoutMismatch(f"text {name or obj.name} is {size} bytes, larger than {MAX_TEXT_BYTES}")
+        raise LayoutMismatch(
+            f"text {name or obj.name} is {size} bytes, larger than {MAX_TEXT_BYTES}"
+        )
     if isinstance(value, np.ndarray) and value.shape == ():
         value = value[()]
     if isinstance(value, bytes):

@@ -1,3 +1,5 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """What a restore strategy hands the restore chain: how to apply a state, and what to verify it against.
 
 Every strategy expresses "what the file says" in the *current* model's joint and body ids, so one
@@ -34,7 +36,9 @@ class Expected:
     integration: np.ndarray | None = None
 
     @classmethod
-    def from_vectors(cls, model: mujoco.MjModel, qpos: np.ndarray, qvel: np.ndarray | None) -> Expected:
+    def from_vectors(
+        cls, model: mujoco.MjModel, qpos: np.ndarray, qvel: np.ndarray | None
+    ) -> Expected:
         """Split model-ordered qpos / qvel vectors into per-joint values."""
         exp = cls()
         for j in range(model.njnt):

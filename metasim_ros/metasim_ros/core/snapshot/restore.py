@@ -1,3 +1,5 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """The restore chain: try each layout in order, apply the first that fits, verify it, or change nothing.
 
 Everything runs inside the handler's rollback scope (``Simulation.transaction``): a rejected or
@@ -17,9 +19,8 @@ import numpy as np
 from metasim_ros.core.errors import SnapshotError
 from metasim_ros.core.snapshot.io import LayoutMismatch
 from metasim_ros.core.snapshot.plan import Expected, Plan
-from metasim_ros.core.snapshot.strategies import STRATEGIES
 from metasim_ros.core.snapshot.simulation import Simulation
-
+from metasim_ros.core.snapshot.strategies import STRATEGIES
 
 #: Default verification tolerance: radians / metres / (rad|m)/s. Exact layouts reach 0.
 DEFAULT_TOLERANCE = 1e-6
@@ -51,7 +52,9 @@ class RestoreReport:
     max_body_rot_error: float | None
     max_body_vel_error: float | None
     tolerance: float
-    tried: list[str] = dataclasses.field(default_factory=list)  # earlier layouts and why they did not fit
+    tried: list[str] = dataclasses.field(
+        default_factory=list
+    )  # earlier layouts and why they did not fit
     warnings: list[str] = dataclasses.field(default_factory=list)
 
     def summary(self) -> str:
@@ -60,7 +63,11 @@ class RestoreReport:
         def fmt(v: float | None) -> str:
             return "n/a" if v is None else f"{v:.3g}"
 
-        head = "restored" if self.ok else "REJECTED (verification exceeded tolerance; simulation unchanged)"
+        head = (
+            "restored"
+            if self.ok
+            else "REJECTED (verification exceeded tolerance; simulation unchanged)"
+        )
         lines = [
             f"{head}: {self.path} state {self.index} of {self.count} -> env {self.env_id} via '{self.strategy}'",
             f"  bitwise exact: {self.exact}; max error qpos {fmt(self.max_qpos_error)}, "
@@ -87,7 +94,9 @@ def restore_from_file(
     ``SnapshotError`` naming the layout and the original error.
     """
     if not 0 <= env_id < handler.num_envs:
-        raise SnapshotError(f"env_id {env_id} out of range: the simulation has {handler.num_envs} env(s)")
+        raise SnapshotError(
+            f"env_id {env_id} out of range: the simulation has {handler.num_envs} env(s)"
+        )
     tried: list[str] = []
     with handler.transaction([env_id]) as tx:
         for strategy in STRATEGIES:
@@ -126,7 +135,9 @@ def _check_magnitude(data: mujoco.MjData) -> None:
     for name in ("qpos", "qvel"):
         values = getattr(data, name)
         if not (np.abs(values) <= _MAX_VALUE).all():
-            raise LayoutMismatch(f"restored {name} holds values beyond {_MAX_VALUE:g} (MuJoCo's mjMAXVAL)")
+            raise LayoutMismatch(
+                f"restored {name} holds values beyond {_MAX_VALUE:g} (MuJoCo's mjMAXVAL)"
+            )
 
 
 def _top_level(f: h5py.File) -> str:
@@ -140,7 +151,9 @@ def _verify(handler: Simulation, env_id: int, plan: Plan, tolerance: float) -> R
     exp: Expected = plan.expected
     qpos_err = _max_err(data.qpos, exp.qpos, model.jnt_qposadr)
     qvel_err = _max_err(data.qvel, exp.qvel, model.jnt_dofadr)
-    pos_err = max((float(np.max(np.abs(data.xpos[b] - p))) for b, p in exp.body_pos.items()), default=None)
+    pos_err = max(
+        (float(np.max(np.abs(data.xpos[b] - p))) for b, p in exp.body_pos.items()), default=None
+    )
     rot_err = max((_angle(data.xquat[b], q) for b, q in exp.body_quat.items()), default=None)
     vel_err = _body_vel_err(handler, env_id, exp.body_vel)
     exact = False
@@ -150,7 +163,9 @@ def _verify(handler: Simulation, env_id: int, plan: Plan, tolerance: float) -> R
     ok = all(e <= tolerance for e in errors)
     warnings = list(plan.warnings)
     if not ok:
-        warnings.append(f"verification failed: largest error {max(errors):.3g} > tolerance {tolerance:g}")
+        warnings.append(
+            f"verification failed: largest error {max(errors):.3g} > tolerance {tolerance:g}"
+        )
     return RestoreReport(
         path="",
         strategy=plan.strategy,
@@ -185,13 +200,23 @@ def _angle(qa: np.ndarray, qb: np.ndarray) -> float:
     return float(np.linalg.norm(res))
 
 
-def _body_vel_err(handler: Simulation, env_id: int, expected: dict[str, np.ndarray]) -> float | None:
+def _body_vel_err(
+    handler: Simulation, env_id: int, expected: dict[str, np.ndarray]
+) -> float | None:
     """Largest error of body [angular, linear] velocities, as the handler itself reads them."""
     if not expected:
         return None
     state = handler.get_states([env_id], render=False)[0]
-    now = {b: v for group in ("objects", "robots") for m in state[group].values() for b, v in m["body"].items()}
-    return max(float(np.max(np.abs(np.concatenate([now[b]["ang_vel"], now[b]["vel"]]) - v))) for b, v in expected.items())
+    now = {
+        b: v
+        for group in ("objects", "robots")
+        for m in state[group].values()
+        for b, v in m["body"].items()
+    }
+    return max(
+        float(np.max(np.abs(np.concatenate([now[b]["ang_vel"], now[b]["vel"]]) - v)))
+        for b, v in expected.items()
+    )
 
 
 def check_tolerance(tolerance: float) -> float:

@@ -1,9 +1,12 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """What snapshot code needs of a simulation: the handler's operations, as a Protocol.
 
 Snapshot code sits above the simulation layer and reaches MjData only through these
 operations (implemented by core.sim.handler.MujocoHandler), so it never writes around
 the handler's bookkeeping (targets, staleness) and every restore can be rolled back.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -41,9 +44,13 @@ class Simulation(Protocol):
 
     def restore(self, env_id: int, state: PhysicsState) -> None: ...
 
-    def transaction(self, env_ids: Sequence[int] | None = None) -> AbstractContextManager[Transaction]: ...
+    def transaction(
+        self, env_ids: Sequence[int] | None = None
+    ) -> AbstractContextManager[Transaction]: ...
 
-    def get_states(self, env_ids: Sequence[int] | None = None, *, render: bool = True) -> list[State]: ...
+    def get_states(
+        self, env_ids: Sequence[int] | None = None, *, render: bool = True
+    ) -> list[State]: ...
 
     def set_states(self, states: Sequence[Any], env_ids: Sequence[int] | None = None) -> None: ...
 

@@ -1,3 +1,5 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """The transform tree of a scene: world -> model roots -> child bodies, plus cameras.
 
 A body without joints is welded to its parent: its pose relative to the parent is the
@@ -5,6 +7,7 @@ model's body_pos/body_quat, constant, published once (/tf_static). Bodies with j
 move relative to their parent; their relative poses are computed for all of them at
 once from xpos/xquat.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -29,10 +32,15 @@ def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Hamilton products of [..., 4] wxyz quaternion arrays."""
     aw, ax, ay, az = np.moveaxis(a, -1, 0)
     bw, bx, by, bz = np.moveaxis(b, -1, 0)
-    return np.stack([aw * bw - ax * bx - ay * by - az * bz,
-                     aw * bx + ax * bw + ay * bz - az * by,
-                     aw * by - ax * bz + ay * bw + az * bx,
-                     aw * bz + ax * by - ay * bx + az * bw], axis=-1)
+    return np.stack(
+        [
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        ],
+        axis=-1,
+    )
 
 
 def quat_conj(q: np.ndarray) -> np.ndarray:
@@ -57,17 +65,26 @@ class Frame:
 class FrameTree:
     """Static frames once, dynamic body frames on demand, for one MjModel."""
 
-    def __init__(self, model: mujoco.MjModel, body_names: list[str], prefix: str = "",
-                 world: str = "world") -> None:
+    def __init__(
+        self, model: mujoco.MjModel, body_names: list[str], prefix: str = "", world: str = "world"
+    ) -> None:
         name = lambda b: prefix + (world if b == 0 else body_names[b])  # noqa: E731
         moving = [b for b in range(1, model.nbody) if model.body_jntnum[b] > 0]
         welded = [b for b in range(1, model.nbody) if model.body_jntnum[b] == 0]
         self.static: list[Frame] = [
-            Frame(name(int(model.body_parentid[b])), name(b), model.body_pos[b].copy(),
-                  model.body_quat[b].copy()) for b in welded]
+            Frame(
+                name(int(model.body_parentid[b])),
+                name(b),
+                model.body_pos[b].copy(),
+                model.body_quat[b].copy(),
+            )
+            for b in welded
+        ]
         self.body_ids = np.array(moving, dtype=np.intp)
         self.parent_ids = model.body_parentid[self.body_ids].astype(np.intp)
-        self.dynamic_names = [(name(int(p)), name(int(b))) for p, b in zip(self.parent_ids, self.body_ids)]
+        self.dynamic_names = [
+            (name(int(p)), name(int(b))) for p, b in zip(self.parent_ids, self.body_ids)
+        ]
         self.camera_static: list[Frame] = []
         self.cameras_tracking: list[int] = []
         for c in range(model.ncam):
@@ -76,12 +93,19 @@ class FrameTree:
                 mj = np.empty(9)
                 mujoco.mju_quat2Mat(mj, model.cam_quat[c])
                 body_q = mat_to_quat(mj.reshape(3, 3) @ _MJ_TO_BODY)
-                self.camera_static.append(Frame(name(int(model.cam_bodyid[c])), cam,
-                                                model.cam_pos[c].copy(), body_q))
+                self.camera_static.append(
+                    Frame(name(int(model.cam_bodyid[c])), cam, model.cam_pos[c].copy(), body_q)
+                )
             else:
                 self.cameras_tracking.append(c)
-            self.camera_static.append(Frame(cam, cam + "_optical_frame", np.zeros(3),
-                                            mat_to_quat(_MJ_TO_BODY.T @ np.diag(MJ_TO_OPTICAL))))
+            self.camera_static.append(
+                Frame(
+                    cam,
+                    cam + "_optical_frame",
+                    np.zeros(3),
+                    mat_to_quat(_MJ_TO_BODY.T @ np.diag(MJ_TO_OPTICAL)),
+                )
+            )
         self.camera_names = [prefix + model.camera(c).name for c in range(model.ncam)]
         self.world = prefix + world
 
@@ -97,6 +121,11 @@ class FrameTree:
         """World poses (REP-103 body convention) of cameras that are not fixed to a body."""
         out = []
         for c in self.cameras_tracking:
-            out.append((self.camera_names[c], data.cam_xpos[c].copy(),
-                        mat_to_quat(data.cam_xmat[c].reshape(3, 3) @ _MJ_TO_BODY)))
+            out.append(
+                (
+                    self.camera_names[c],
+                    data.cam_xpos[c].copy(),
+                    mat_to_quat(data.cam_xmat[c].reshape(3, 3) @ _MJ_TO_BODY),
+                )
+            )
         return out

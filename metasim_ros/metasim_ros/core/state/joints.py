@@ -1,3 +1,5 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """Joint readings with errors against a reference, after IMjJointState.
 
 Errors are desired - current. Positions of ball joints are quaternions [w,x,y,z]; their
@@ -12,6 +14,7 @@ arrays, turned into JointReadings at C speed; the others (ball, free, no referen
 by one. What to read for a reference is planned once and cached. Every array of a
 reading is its own memory: no aliasing between readings, between calls, or with MjData.
 """
+
 from __future__ import annotations
 
 import functools
@@ -23,8 +26,8 @@ import numpy as np
 
 from metasim_ros.core.errors import StateValidationError
 from metasim_ros.core.joint_kinds import BALL, FREE, KINDS
-from metasim_ros.core.state.targets import JointTargets
 from metasim_ros.core.state.reader import Gather
+from metasim_ros.core.state.targets import JointTargets
 
 _FREE, _BALL = FREE.type, BALL.type  # plain ints for the read loop
 _EMPTY = np.zeros(0)
@@ -57,11 +60,11 @@ class _Plan(NamedTuple):
     """How to read every joint against one reference (indices into the read vector x =
     qpos | qvel | qfrc_actuator)."""
 
-    valid_idx: np.ndarray     # [3, n]: position, velocity, effort of the 1-DOF joints with a reference
-    ref_idx: np.ndarray       # their reference: target indices [n] | x indices [2n] (pos; vel) | [] zero
-    valid_head: tuple         # (names, types) of those joints
-    other: tuple              # (name, type, qpos, dof, effort slices) of 1-DOF joints without reference
-    multi: tuple              # (name, type, qpos, dof, effort slices, reference or None) of ball/free joints
+    valid_idx: np.ndarray  # [3, n]: position, velocity, effort of the 1-DOF joints with a reference
+    ref_idx: np.ndarray  # their reference: target indices [n] | x indices [2n] (pos; vel) | [] zero
+    valid_head: tuple  # (names, types) of those joints
+    other: tuple  # (name, type, qpos, dof, effort slices) of 1-DOF joints without reference
+    multi: tuple  # (name, type, qpos, dof, effort slices, reference or None) of ball/free joints
     order: operator.itemgetter | None  # valid + other + multi -> joint id order
 
 
@@ -76,8 +79,11 @@ class JointReader:
         self._dadr = [int(a) for a in model.jnt_dofadr]
         self._targets = targets
         self._v0, self._e0 = model.nq, model.nq + model.nv
-        self._gather_plan = [("qpos", np.arange(model.nq)), ("qvel", np.arange(model.nv)),
-                             ("qfrc_actuator", np.arange(model.nv))]
+        self._gather_plan = [
+            ("qpos", np.arange(model.nq)),
+            ("qvel", np.arange(model.nv)),
+            ("qfrc_actuator", np.arange(model.nv)),
+        ]
         self._gathers: dict[int, Gather] = {}
         self._target_of = {jid: k for k, jid in enumerate(targets.joint_ids)}
         self._plans: dict[str, _Plan] = {}
@@ -100,7 +106,9 @@ class JointReader:
             r = self._index[reference]
             valid = [t == types[r] for t in types]
         else:
-            raise StateValidationError("reference", f"{reference!r}: not 'target', 'zero' or a joint name")
+            raise StateValidationError(
+                "reference", f"{reference!r}: not 'target', 'zero' or a joint name"
+            )
         v0, e0 = self._v0, self._e0
         v_idx: list[list[int]] = [[], [], []]
         ref: list[int] = []
@@ -109,21 +117,34 @@ class JointReader:
         for j, (name, t, qa, da) in enumerate(zip(self._names, types, self._qadr, self._dadr)):
             if t in (_FREE, _BALL):
                 qw, dw = KINDS[t].qpos_width, KINDS[t].dof_width
-                qs, ds, es = (slice(qa, qa + qw), slice(v0 + da, v0 + da + dw),
-                              slice(e0 + da, e0 + da + dw))
+                qs, ds, es = (
+                    slice(qa, qa + qw),
+                    slice(v0 + da, v0 + da + dw),
+                    slice(e0 + da, e0 + da + dw),
+                )
                 jref = None
                 if valid[j]:
                     if reference == "zero":
                         jref = (np.array(KINDS[t].zero_position, dtype=float), np.zeros(dw))
                     else:  # a joint of the same type
                         r = self._index[reference]
-                        jref = (slice(self._qadr[r], self._qadr[r] + qw),
-                                slice(v0 + self._dadr[r], v0 + self._dadr[r] + dw))
+                        jref = (
+                            slice(self._qadr[r], self._qadr[r] + qw),
+                            slice(v0 + self._dadr[r], v0 + self._dadr[r] + dw),
+                        )
                 multi.append((name, t, qs, ds, es, jref))
                 groups[2].append(j)
                 continue
             if not valid[j]:  # few: read one by one
-                other.append((name, t, slice(qa, qa + 1), slice(v0 + da, v0 + da + 1), slice(e0 + da, e0 + da + 1)))
+                other.append(
+                    (
+                        name,
+                        t,
+                        slice(qa, qa + 1),
+                        slice(v0 + da, v0 + da + 1),
+                        slice(e0 + da, e0 + da + 1),
+                    )
+                )
                 groups[1].append(j)
                 continue
             for row, i in zip(v_idx, (qa, v0 + da, e0 + da)):
@@ -142,9 +163,14 @@ class JointReader:
         order = [0] * len(placed)
         for k, j in enumerate(placed):
             order[j] = k
-        return _Plan(np.array(v_idx, dtype=np.intp).reshape(3, -1), np.array(ref, dtype=np.intp),
-                     (tuple(v_names), tuple(v_types)),
-                     tuple(other), tuple(multi), operator.itemgetter(*order) if len(order) > 1 else None)
+        return _Plan(
+            np.array(v_idx, dtype=np.intp).reshape(3, -1),
+            np.array(ref, dtype=np.intp),
+            (tuple(v_names), tuple(v_types)),
+            tuple(other),
+            tuple(multi),
+            operator.itemgetter(*order) if len(order) > 1 else None,
+        )
 
     def read(self, data: mujoco.MjData, env: int, reference: str) -> list[JointReading]:
         """reference: "target", "zero" or another joint's name (same-type joints only)."""
@@ -153,7 +179,9 @@ class JointReader:
             plan = self._plans[reference] = self._plan(reference)  # raises for an unknown reference
         x = self._gather(data).take()  # fresh qpos | qvel | qfrc_actuator
         n = len(plan.valid_head[0])
-        block = np.empty((7, n))  # position, velocity, effort, targets, errors of the valid 1-DOF joints
+        block = np.empty(
+            (7, n)
+        )  # position, velocity, effort, targets, errors of the valid 1-DOF joints
         x.take(plan.valid_idx, out=block[:3])
         if reference == "target":
             t = self._targets
@@ -172,8 +200,11 @@ class JointReader:
             if jref is None:
                 out.append(_reading((name, jtype, pos, vel, eff, _EMPTY, _EMPTY, _EMPTY, _EMPTY)))
                 continue
-            pref, vref = (jref[0].copy(), jref[1].copy()) if isinstance(jref[0], np.ndarray) else \
-                (x[jref[0]].copy(), x[jref[1]].copy())
+            pref, vref = (
+                (jref[0].copy(), jref[1].copy())
+                if isinstance(jref[0], np.ndarray)
+                else (x[jref[0]].copy(), x[jref[1]].copy())
+            )
             perr = np.empty(len(vel))
             if jtype == _FREE:
                 perr[:3] = pref[:3] - pos[:3]

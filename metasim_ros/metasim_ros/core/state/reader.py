@@ -1,3 +1,5 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """Reading the MetaSim state out of MjData (the publish hot path).
 
 MuJoCo keeps every MjData array in one buffer (mjData.buffer), so a whole state is
@@ -15,6 +17,7 @@ that computes the body rows of the whole state (from the same gathered snapshot,
 values do not depend on when they are read) the first time any `body` of that state is
 read, and builds that model's per-body dicts then.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -26,10 +29,10 @@ import mujoco
 import numpy as np
 
 from metasim_ros.core.joint_kinds import KINDS, ONE_DOF_TYPES
-from metasim_ros.core.state.targets import JointTargets
 from metasim_ros.core.scene.cameras import CameraPoses
 from metasim_ros.core.scene.loading import ModelInfo
 from metasim_ros.core.state.schema import State
+from metasim_ros.core.state.targets import JointTargets
 
 _FIELDS = ("qpos", "qvel", "xpos", "xquat", "cvel", "subtree_com")
 # w x r = w[A0]*r[B0] - w[A1]*r[B1], gathered as [2, rows, 3] blocks
@@ -37,22 +40,30 @@ _CROSS_A = np.array([[1, 2, 0], [2, 0, 1]])
 _CROSS_B = np.array([[2, 0, 1], [1, 2, 0]])
 
 
-def arena_view(data: mujoco.MjData, fields: Sequence[str] = _FIELDS) -> tuple[np.ndarray, dict[str, int]]:
+def arena_view(
+    data: mujoco.MjData, fields: Sequence[str] = _FIELDS
+) -> tuple[np.ndarray, dict[str, int]]:
     """Flat float64 view over the MjData `fields`, and their offsets in it."""
     arrays = {f: getattr(data, f) for f in fields}
     base = min(a.ctypes.data for a in arrays.values())
     end = max(a.ctypes.data + a.nbytes for a in arrays.values())
     if end - base > data.nbuffer or any((a.ctypes.data - base) % 8 for a in arrays.values()):
         raise RuntimeError("MjData arrays are not laid out in one buffer (unsupported MuJoCo)")
-    flat = np.frombuffer((ctypes.c_double * ((end - base) // 8)).from_address(base), dtype=np.float64)
+    flat = np.frombuffer(
+        (ctypes.c_double * ((end - base) // 8)).from_address(base), dtype=np.float64
+    )
     return flat, {f: (a.ctypes.data - base) // 8 for f, a in arrays.items()}
 
 
 class Gather:
     """The index array of one MjData: `take()` returns every value wanted, as fresh memory."""
 
-    def __init__(self, data: mujoco.MjData, plan: Sequence[tuple[str, np.ndarray]],
-                 fields: Sequence[str] = _FIELDS) -> None:
+    def __init__(
+        self,
+        data: mujoco.MjData,
+        plan: Sequence[tuple[str, np.ndarray]],
+        fields: Sequence[str] = _FIELDS,
+    ) -> None:
         self.data = data  # keeps the buffer behind the view alive
         self._flat, offsets = arena_view(data, fields)
         parts = [offsets[f] + np.asarray(i, dtype=np.intp).ravel() for f, i in plan]
@@ -74,9 +85,9 @@ class _BodySpec:
     """Where the body rows sit in a gathered vector (shared by every state of a scene)."""
 
     nbody: int
-    vectors: slice   # [3, B, 3]: pos, vel (at the com), ang_vel
-    quats: slice     # [B, 4]
-    cross: slice     # [3, 2, B, 3] operands of the velocity transport
+    vectors: slice  # [3, B, 3]: pos, vel (at the com), ang_vel
+    quats: slice  # [B, 4]
+    cross: slice  # [3, 2, B, 3] operands of the velocity transport
 
 
 class _BodyRows:
@@ -100,7 +111,9 @@ class _BodyRows:
     def dicts(self) -> list[dict[str, np.ndarray]]:
         """Every body's {pos, rot, vel, ang_vel}, in row order (built once per state)."""
         if self._dicts is None:
-            self._dicts = [{"pos": p, "rot": q, "vel": v, "ang_vel": w} for p, q, v, w in zip(*self.get())]
+            self._dicts = [
+                {"pos": p, "rot": q, "vel": v, "ang_vel": w} for p, q, v, w in zip(*self.get())
+            ]
         return self._dicts
 
 
@@ -191,14 +204,14 @@ class ModelLayout:
     """Where one model's values sit in the gathered rows."""
 
     info: ModelInfo
-    section: str            # "objects" | "robots"
-    rows: slice             # rows of the model's bodies
-    root_row: int           # row of its root entry (a copy, not the body row)
-    free_index: int         # position among the free roots, -1 for a fixed base
-    scalars: slice          # its 1-DOF joints among the scalar values
+    section: str  # "objects" | "robots"
+    rows: slice  # rows of the model's bodies
+    root_row: int  # row of its root entry (a copy, not the body row)
+    free_index: int  # position among the free roots, -1 for a fixed base
+    scalars: slice  # its 1-DOF joints among the scalar values
     scalar_names: tuple[str, ...]
     multi: tuple[MultiDofJoint, ...]
-    targets: slice          # its entries in JointTargets (robots; empty for objects)
+    targets: slice  # its entries in JointTargets (robots; empty for objects)
 
 
 class StateReader:
@@ -216,8 +229,15 @@ class StateReader:
     roots, then of the B bodies; multi-DOF qpos, qvel; 1-DOF qpos, qvel.
     """
 
-    def __init__(self, model: mujoco.MjModel, models: Sequence[ModelInfo], datas: Sequence[mujoco.MjData],
-                 camera_names: Sequence[str], cameras: CameraPoses, targets: JointTargets) -> None:
+    def __init__(
+        self,
+        model: mujoco.MjModel,
+        models: Sequence[ModelInfo],
+        datas: Sequence[mujoco.MjData],
+        camera_names: Sequence[str],
+        cameras: CameraPoses,
+        targets: JointTargets,
+    ) -> None:
         self._cam_names = tuple(camera_names)
         self._cameras = cameras
         self._targets = targets
@@ -229,21 +249,36 @@ class StateReader:
         nb, nk, nm = len(body_ids), len(roots), len(moving)
         self._nb, self._nk, self._nm = nb, nk, nm
         root_index = {i.name: k for k, i in enumerate(roots)}
-        self.free_qpos = np.array([range(model.jnt_qposadr[i.free_joint], model.jnt_qposadr[i.free_joint] + 7)
-                                   for i in free], dtype=np.intp).reshape(-1, 7)
-        self.free_qvel = np.array([range(model.jnt_dofadr[i.free_joint], model.jnt_dofadr[i.free_joint] + 6)
-                                   for i in free], dtype=np.intp).reshape(-1, 6)
+        self.free_qpos = np.array(
+            [
+                range(model.jnt_qposadr[i.free_joint], model.jnt_qposadr[i.free_joint] + 7)
+                for i in free
+            ],
+            dtype=np.intp,
+        ).reshape(-1, 7)
+        self.free_qvel = np.array(
+            [
+                range(model.jnt_dofadr[i.free_joint], model.jnt_dofadr[i.free_joint] + 6)
+                for i in free
+            ],
+            dtype=np.intp,
+        ).reshape(-1, 6)
 
         def cross(ids: np.ndarray) -> list[tuple[str, np.ndarray]]:  # [3 (w, xpos, com), 2, n, 3]
             com = model.body_rootid[ids]
-            return [("cvel", 6 * ids[None, :, None] + _CROSS_A[:, None, :]),
-                    ("xpos", 3 * ids[None, :, None] + _CROSS_B[:, None, :]),
-                    ("subtree_com", 3 * com[None, :, None] + _CROSS_B[:, None, :])]
+            return [
+                ("cvel", 6 * ids[None, :, None] + _CROSS_A[:, None, :]),
+                ("xpos", 3 * ids[None, :, None] + _CROSS_B[:, None, :]),
+                ("subtree_com", 3 * com[None, :, None] + _CROSS_B[:, None, :]),
+            ]
 
         xyz, wxyz = np.arange(3), np.arange(4)
         plan: list[tuple[str, np.ndarray]] = [
-            ("xpos", 3 * body_ids[:, None] + xyz), ("cvel", 6 * body_ids[:, None] + 3 + xyz),
-            ("cvel", 6 * body_ids[:, None] + xyz), ("xquat", 4 * body_ids[:, None] + wxyz)]
+            ("xpos", 3 * body_ids[:, None] + xyz),
+            ("cvel", 6 * body_ids[:, None] + 3 + xyz),
+            ("cvel", 6 * body_ids[:, None] + xyz),
+            ("xquat", 4 * body_ids[:, None] + wxyz),
+        ]
         for info in roots:
             b = info.root_body
             plan.append(("xpos", 3 * b + xyz))
@@ -255,8 +290,12 @@ class StateReader:
             plan.append(("cvel", 6 * b + xyz))
         root_ids = np.array([i.root_body for i in roots], dtype=np.intp)
         plan += [*cross(root_ids[:nm]), *cross(body_ids)]
-        self._body_spec = _BodySpec(nb, slice(0, 9 * nb), slice(9 * nb, 13 * nb),
-                                    slice(13 * (nb + nk) + 18 * nm, 13 * (nb + nk) + 18 * (nm + nb)))
+        self._body_spec = _BodySpec(
+            nb,
+            slice(0, 9 * nb),
+            slice(9 * nb, 13 * nb),
+            slice(13 * (nb + nk) + 18 * nm, 13 * (nb + nk) + 18 * (nm + nb)),
+        )
         self._root_block = slice(13 * nb, 13 * (nb + nk))  # [K, 13]
         self._root_cross = slice(13 * (nb + nk), 13 * (nb + nk) + 18 * nm)
         size = self._body_spec.cross.stop
@@ -268,7 +307,11 @@ class StateReader:
         for info in models:
             first, names, m0 = len(scalar_q), [], len(multi)
             for jid, jname in zip(info.joint_ids, info.joints):
-                qa, da, jt = int(model.jnt_qposadr[jid]), int(model.jnt_dofadr[jid]), int(model.jnt_type[jid])
+                qa, da, jt = (
+                    int(model.jnt_qposadr[jid]),
+                    int(model.jnt_dofadr[jid]),
+                    int(model.jnt_type[jid]),
+                )
                 if jt in ONE_DOF_TYPES:
                     scalar_q.append(qa)
                     scalar_d.append(da)
@@ -281,30 +324,57 @@ class StateReader:
         cursor_q, cursor_d = size, size + len(multi_q)
         joints = []
         for name, _, qw, _, dw in multi:
-            joints.append(MultiDofJoint(name, slice(cursor_q, cursor_q + qw), slice(cursor_d, cursor_d + dw)))
+            joints.append(
+                MultiDofJoint(name, slice(cursor_q, cursor_q + qw), slice(cursor_d, cursor_d + dw))
+            )
             cursor_q, cursor_d = cursor_q + qw, cursor_d + dw
         self._nscalar = len(scalar_q)
         self._scalars = slice(cursor_d, cursor_d + 2 * len(scalar_q))  # 1-DOF qpos, then qvel
-        plan += [("qpos", np.array(multi_q, dtype=np.intp)), ("qvel", np.array(multi_d, dtype=np.intp)),
-                 ("qpos", np.array(scalar_q, dtype=np.intp)), ("qvel", np.array(scalar_d, dtype=np.intp))]
+        plan += [
+            ("qpos", np.array(multi_q, dtype=np.intp)),
+            ("qvel", np.array(multi_d, dtype=np.intp)),
+            ("qpos", np.array(scalar_q, dtype=np.intp)),
+            ("qvel", np.array(scalar_d, dtype=np.intp)),
+        ]
         self.layouts: list[ModelLayout] = []
         start = 0
         for info, (scalars, names, mj) in zip(models, spans):
             rows = slice(start, start + len(info.body_ids))
             start = rows.stop
-            self.layouts.append(ModelLayout(
-                info, info.kind + "s", rows, nb + root_index[info.name], free.index(info) if info.free else -1,
-                scalars, names, tuple(joints[mj]), targets.robot_slices.get(info.name, slice(0, 0))))
+            self.layouts.append(
+                ModelLayout(
+                    info,
+                    info.kind + "s",
+                    rows,
+                    nb + root_index[info.name],
+                    free.index(info) if info.free else -1,
+                    scalars,
+                    names,
+                    tuple(joints[mj]),
+                    targets.robot_slices.get(info.name, slice(0, 0)),
+                )
+            )
         self._plan = plan
         # per model, in scene order, everything read() needs
         self._loop = []
         for lay in self.layouts:
             r = self._root_block.start + 13 * root_index[lay.info.name]
-            self._loop.append((
-                lay.info.name, slice(r, r + 3), slice(r + 3, r + 7), slice(r + 7, r + 10), slice(r + 10, r + 13),
-                lay.scalar_names, tuple((j.name, j.qpos, j.qvel) for j in lay.multi),
-                _ModelBodies(lay.info.bodies, {b: i for i, b in enumerate(lay.info.bodies)}, lay.rows),
-                lay.targets if lay.section == "robots" else None, tuple(targets.names[lay.targets])))
+            self._loop.append(
+                (
+                    lay.info.name,
+                    slice(r, r + 3),
+                    slice(r + 3, r + 7),
+                    slice(r + 7, r + 10),
+                    slice(r + 10, r + 13),
+                    lay.scalar_names,
+                    tuple((j.name, j.qpos, j.qvel) for j in lay.multi),
+                    _ModelBodies(
+                        lay.info.bodies, {b: i for i, b in enumerate(lay.info.bodies)}, lay.rows
+                    ),
+                    lay.targets if lay.section == "robots" else None,
+                    tuple(targets.names[lay.targets]),
+                )
+            )
         self._gathers = [Gather(d, plan) for d in datas]
 
     def bind(self, data: mujoco.MjData) -> Gather:
@@ -315,10 +385,12 @@ class StateReader:
         """The [K, 13] root rows of g, with the moving roots' vel transported (in place)."""
         roots = g[self._root_block].reshape(self._nk, 13)
         if self._nm:
-            _add_cross(roots[:self._nm, 7:10], g[self._root_cross], self._nm)
+            _add_cross(roots[: self._nm, 7:10], g[self._root_cross], self._nm)
         return roots
 
-    def rows(self, gather: Gather) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def rows(
+        self, gather: Gather
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(gathered vector, pos [R,3], rot [R,4], vel [R,3], ang_vel [R,3]) of every row."""
         g = gather.take()
         bodies = _BodyRows(g, self._body_spec).get()
@@ -336,7 +408,7 @@ class StateReader:
         new = object.__new__
         values = g[self._scalars].tolist()
         # one iterator per list: each model's dict(zip(names, it)) takes just its joints
-        sq, sd = iter(values), iter(values[self._nscalar:])
+        sq, sd = iter(values), iter(values[self._nscalar :])
         tp, tv = self._targets.pos[env].tolist(), self._targets.vel[env].tolist()
         objects: dict[str, Any] = {}
         robots: dict[str, Any] = {}
@@ -350,13 +422,24 @@ class StateReader:
             for jname, qs, ds in multi:
                 dof_pos[jname] = g[qs]
                 dof_vel[jname] = g[ds]
-            entry = {"pos": g[ps], "rot": g[rs], "vel": g[vs], "ang_vel": g[ws],
-                     "dof_pos": dof_pos, "dof_vel": dof_vel, "body": body}
+            entry = {
+                "pos": g[ps],
+                "rot": g[rs],
+                "vel": g[vs],
+                "ang_vel": g[ws],
+                "dof_pos": dof_pos,
+                "dof_vel": dof_vel,
+                "body": body,
+            }
             if targets is None:
                 objects[name] = entry
             else:
                 entry["dof_pos_target"] = dict(zip(tnames, tp[targets]))
                 entry["dof_vel_target"] = dict(zip(tnames, tv[targets]))
                 robots[name] = entry
-        cams = dict(zip(self._cam_names, self._cameras.entries(gather.data))) if self._cam_names else {}
+        cams = (
+            dict(zip(self._cam_names, self._cameras.entries(gather.data)))
+            if self._cam_names
+            else {}
+        )
         return {"objects": objects, "robots": robots, "cameras": cams}

@@ -1,4 +1,7 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """Flat arrays of the robots' 1-DOF joints, for publishers that run many times a second."""
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -25,5 +28,8 @@ class RobotJointArrays:
 
     def read(self, data: mujoco.MjData) -> tuple[list[float], list[float], list[float]]:
         """(position, velocity, effort) as lists; effort = actuator force on the joint."""
-        return (data.qpos[self._qpos].tolist(), data.qvel[self._dof].tolist(),
-                data.qfrc_actuator[self._dof].tolist())
+        return (
+            data.qpos[self._qpos].tolist(),
+            data.qvel[self._dof].tolist(),
+            data.qfrc_actuator[self._dof].tolist(),
+        )

@@ -1,3 +1,5 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """The MetaSim unified state as plain dicts, and the checks that turn input into arrays.
 
 State  = {"objects": {name: model}, "robots": {name: model}, "cameras": {name: camera}}
@@ -16,6 +18,7 @@ ang_vel}} (reading, `==` with a dict, assignment, del, copy/deepcopy/pickle) but
 its per-body dicts only when first read, from the state's own snapshot. Code that walks
 a state should test for Mapping, not dict.
 """
+
 from __future__ import annotations
 
 import numbers
@@ -68,7 +71,9 @@ def _convert(value: Any, key: str, want: str) -> np.ndarray:
     try:
         arr = np.asarray(value)
         kind = arr.dtype.kind
-        if kind == "O":  # mixed or unusual scalars (Fraction, 10**400, None, ...): each must be real
+        if (
+            kind == "O"
+        ):  # mixed or unusual scalars (Fraction, 10**400, None, ...): each must be real
             for x in arr.flat:
                 if not _real(x):
                     raise StateValidationError(key, f"expected {want}, got {type(x).__name__}")
@@ -85,12 +90,17 @@ def _finite(arr: np.ndarray, key: str, limit: float = MAX_ABS_VALUE) -> np.ndarr
     if not (np.abs(arr) <= limit).all():  # also false for NaN
         if not np.isfinite(arr).all():
             raise StateValidationError(key, "non-finite value")
-        raise StateValidationError(key, f"magnitude {float(np.abs(arr).max()):.3g} exceeds {limit:g} "
-                                   "(MuJoCo's mjMAXVAL: the simulation would reset)")
+        raise StateValidationError(
+            key,
+            f"magnitude {float(np.abs(arr).max()):.3g} exceeds {limit:g} "
+            "(MuJoCo's mjMAXVAL: the simulation would reset)",
+        )
     return arr
 
 
-def as_array(value: Any, shape: tuple[int, ...], key: str, limit: float = MAX_ABS_VALUE) -> np.ndarray:
+def as_array(
+    value: Any, shape: tuple[int, ...], key: str, limit: float = MAX_ABS_VALUE
+) -> np.ndarray:
     """float64 array of exactly `shape`, all finite and within `limit` (inf: finite only,
     for read-only values that are compared, never written)."""
     arr = _convert(value, key, f"numbers of shape {shape}")
@@ -112,5 +122,7 @@ def as_quat(value: Any, key: str) -> np.ndarray:
     q = as_array(value, (4,), key)
     norm = float(np.sqrt(q @ q))
     if abs(norm - 1.0) > QUAT_NORM_TOLERANCE:
-        raise StateValidationError(key, f"quaternion norm {norm:.6g} is not 1 (tolerance {QUAT_NORM_TOLERANCE})")
+        raise StateValidationError(
+            key, f"quaternion norm {norm:.6g} is not 1 (tolerance {QUAT_NORM_TOLERANCE})"
+        )
     return q / norm if abs(norm - 1.0) > _RENORMALISE_ABOVE else q

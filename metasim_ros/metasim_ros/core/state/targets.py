@@ -1,3 +1,5 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """Joint targets of the robots and how they reach the actuators.
 
 A robot's hinge/slide joint has a target when exactly one actuator drives it through a
@@ -10,6 +12,7 @@ joint transmission and that actuator is either
 Targets live here, per environment, because MuJoCo has no place for velocity targets;
 ctrl is only written when a target changes, so a restored ctrl continues bit-identically.
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -27,25 +30,37 @@ def _servo_gain(model: mujoco.MjModel, a: int) -> float | None:
     """kp of a position servo actuator, None if `a` is not one."""
     kp = float(model.actuator_gainprm[a, 0])
     bias = model.actuator_biasprm[a]
-    if (model.actuator_gaintype[a] == mujoco.mjtGain.mjGAIN_FIXED
-            and model.actuator_biastype[a] == mujoco.mjtBias.mjBIAS_AFFINE
-            and kp > 0 and bias[0] == 0 and bias[1] == -kp):
+    if (
+        model.actuator_gaintype[a] == mujoco.mjtGain.mjGAIN_FIXED
+        and model.actuator_biastype[a] == mujoco.mjtBias.mjBIAS_AFFINE
+        and kp > 0
+        and bias[0] == 0
+        and bias[1] == -kp
+    ):
         return kp
     return None
 
 
 def _is_motor(model: mujoco.MjModel, a: int) -> bool:
-    return bool(model.actuator_gaintype[a] == mujoco.mjtGain.mjGAIN_FIXED
-                and model.actuator_biastype[a] == mujoco.mjtBias.mjBIAS_NONE
-                and model.actuator_dyntype[a] == mujoco.mjtDyn.mjDYN_NONE
-                and model.actuator_gainprm[a, 0] != 0)
+    return bool(
+        model.actuator_gaintype[a] == mujoco.mjtGain.mjGAIN_FIXED
+        and model.actuator_biastype[a] == mujoco.mjtBias.mjBIAS_NONE
+        and model.actuator_dyntype[a] == mujoco.mjtDyn.mjDYN_NONE
+        and model.actuator_gainprm[a, 0] != 0
+    )
 
 
 class JointTargets:
     """Position/velocity targets of every targetable robot joint, for each environment."""
 
-    def __init__(self, model: mujoco.MjModel, robots: Sequence[ModelInfo], num_envs: int,
-                 kp: float, kd: float) -> None:
+    def __init__(
+        self,
+        model: mujoco.MjModel,
+        robots: Sequence[ModelInfo],
+        num_envs: int,
+        kp: float,
+        kd: float,
+    ) -> None:
         self.kp, self.kd = float(kp), float(kd)
         drivers: dict[int, list[int]] = {}
         for a in range(model.nu):
@@ -79,12 +94,15 @@ class JointTargets:
         self._servo_idx = np.array([i for i, _ in servo], dtype=np.intp)
         self._servo_act = np.array([a for _, a in servo], dtype=np.intp)
         self._servo_gear = model.actuator_gear[self._servo_act, 0]
-        self._servo_ratio = (-model.actuator_biasprm[self._servo_act, 2]
-                             / model.actuator_gainprm[self._servo_act, 0])
+        self._servo_ratio = (
+            -model.actuator_biasprm[self._servo_act, 2] / model.actuator_gainprm[self._servo_act, 0]
+        )
 
         self._motor_idx = np.array([i for i, _ in motor], dtype=np.intp)
         self._motor_act = np.array([a for _, a in motor], dtype=np.intp)
-        self._motor_scale = 1.0 / (model.actuator_gainprm[self._motor_act, 0] * model.actuator_gear[self._motor_act, 0])
+        self._motor_scale = 1.0 / (
+            model.actuator_gainprm[self._motor_act, 0] * model.actuator_gear[self._motor_act, 0]
+        )
 
         self.pos = np.zeros((num_envs, len(self.names)))
         self.vel = np.zeros((num_envs, len(self.names)))
@@ -107,7 +125,8 @@ class JointTargets:
             return
         idx = self._servo_idx[sel]
         data.ctrl[self._servo_act[sel]] = self._servo_gear[sel] * (
-            self.pos[env, idx] + self._servo_ratio[sel] * self.vel[env, idx])
+            self.pos[env, idx] + self._servo_ratio[sel] * self.vel[env, idx]
+        )
 
     def apply_pd(self, env: int, data: mujoco.MjData) -> None:
         """ctrl of the motors: kp*(p* - q) + kd*(v* - qdot), in actuator units."""
@@ -115,4 +134,5 @@ class JointTargets:
         q = data.qpos[self._qadr[i]]
         qd = data.qvel[self._dadr[i]]
         data.ctrl[self._motor_act] = self._motor_scale * (
-            self.kp * (self.pos[env, i] - q) + self.kd * (self.vel[env, i] - qd))
+            self.kp * (self.pos[env, i] - q) + self.kd * (self.vel[env, i] - qd)
+        )

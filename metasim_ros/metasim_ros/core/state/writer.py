@@ -1,3 +1,5 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """Turning a (partial) state request into checked writes, then applying them.
 
 Validation builds a plan per environment without touching MjData; only when every
@@ -13,6 +15,7 @@ What is written and what is checked:
   requested joints produce (within `tolerance`) and rejected otherwise;
 - camera entries are observations: names and keys are checked, values ignored.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -22,12 +25,23 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from metasim_ros.core.joint_kinds import BALL, KINDS, ONE_DOF_TYPES
-from metasim_ros.core.state.targets import JointTargets
 from metasim_ros.core.errors import StateValidationError
-from metasim_ros.core.state.schema import (BODY_KEYS, CAMERA_KEYS, MAX_ABS_VALUE, MODEL_KEYS, ROBOT_KEYS, SECTIONS,
-                                    TARGET_KEYS, as_array, as_mapping, as_quat, as_scalar)
+from metasim_ros.core.joint_kinds import BALL, KINDS, ONE_DOF_TYPES
 from metasim_ros.core.state.reader import ModelLayout, StateReader
+from metasim_ros.core.state.schema import (
+    BODY_KEYS,
+    CAMERA_KEYS,
+    MAX_ABS_VALUE,
+    MODEL_KEYS,
+    ROBOT_KEYS,
+    SECTIONS,
+    TARGET_KEYS,
+    as_array,
+    as_mapping,
+    as_quat,
+    as_scalar,
+)
+from metasim_ros.core.state.targets import JointTargets
 
 
 @dataclass
@@ -36,11 +50,13 @@ class Plan:
 
     env: int
     data: mujoco.MjData
-    qpos: np.ndarray | None = None          # full new vector, when any entry changes
+    qpos: np.ndarray | None = None  # full new vector, when any entry changes
     qvel: np.ndarray | None = None
     pos_target: dict[int, float] = field(default_factory=dict)
     vel_target: dict[int, float] = field(default_factory=dict)
-    checks: list[tuple[str, str, int, np.ndarray]] = field(default_factory=list)  # key, quantity, body row, value
+    checks: list[tuple[str, str, int, np.ndarray]] = field(
+        default_factory=list
+    )  # key, quantity, body row, value
 
     def new_qpos(self) -> np.ndarray:
         if self.qpos is None:
@@ -54,7 +70,11 @@ class Plan:
 
     @property
     def writes(self) -> bool:
-        return self.qpos is not None or self.qvel is not None or bool(self.pos_target or self.vel_target)
+        return (
+            self.qpos is not None
+            or self.qvel is not None
+            or bool(self.pos_target or self.vel_target)
+        )
 
 
 def _check(key: str, name: Any, known: Mapping | Sequence, what: str) -> None:
@@ -67,17 +87,27 @@ def _check(key: str, name: Any, known: Mapping | Sequence, what: str) -> None:
 class StateWriter:
     """Validates requests into Plans and applies them to MjData."""
 
-    def __init__(self, model: mujoco.MjModel, reader: StateReader, targets: JointTargets,
-                 camera_names: Sequence[str], tolerance: float) -> None:
+    def __init__(
+        self,
+        model: mujoco.MjModel,
+        reader: StateReader,
+        targets: JointTargets,
+        camera_names: Sequence[str],
+        tolerance: float,
+    ) -> None:
         self._model = model
         self._reader = reader
         self._targets = targets
         self._cameras = set(camera_names)
         self.tolerance = tolerance
         self._layouts = {lay.info.name: lay for lay in reader.layouts}
-        self._joints = {lay.info.name: dict(zip(lay.info.joints, lay.info.joint_ids)) for lay in reader.layouts}
-        self._body_rows = {lay.info.name: {b: lay.rows.start + i for i, b in enumerate(lay.info.bodies)}
-                           for lay in reader.layouts}
+        self._joints = {
+            lay.info.name: dict(zip(lay.info.joints, lay.info.joint_ids)) for lay in reader.layouts
+        }
+        self._body_rows = {
+            lay.info.name: {b: lay.rows.start + i for i, b in enumerate(lay.info.bodies)}
+            for lay in reader.layouts
+        }
         self._scratch = mujoco.MjData(model)
         self._scratch_gather = reader.bind(self._scratch)
 
@@ -93,7 +123,9 @@ class StateWriter:
                     self._plan_camera(name, entry)
                 else:
                     lay = self._layout(section, name)
-                    self._plan_model(plan, f"{section}.{name}", lay, as_mapping(entry, f"{section}.{name}"))
+                    self._plan_model(
+                        plan, f"{section}.{name}", lay, as_mapping(entry, f"{section}.{name}")
+                    )
         return plan
 
     def plan_action(self, env: int, data: mujoco.MjData, action: Any) -> Plan:
@@ -129,7 +161,9 @@ class StateWriter:
     def _plan_model(self, plan: Plan, key: str, lay: ModelLayout, entry: Mapping) -> None:
         allowed = ROBOT_KEYS if lay.section == "robots" else MODEL_KEYS
         for k in entry:
-            _check(key, k, allowed, f"key of {lay.section[:-1]} (expected one of {', '.join(allowed)})")
+            _check(
+                key, k, allowed, f"key of {lay.section[:-1]} (expected one of {', '.join(allowed)})"
+            )
         if lay.info.free:
             self._plan_free_root(plan, key, lay, entry)
         else:
@@ -175,12 +209,19 @@ class StateWriter:
                 rot = np.empty(9)
                 mujoco.mju_quat2Mat(rot, unit)
                 local = rot.reshape(3, 3).T @ w
-                if np.abs(local).max() > MAX_ABS_VALUE:  # each |w_i| <= MAX, but not every rotation of w
-                    raise StateValidationError(f"{key}.ang_vel", f"magnitude {np.linalg.norm(w):.3g} exceeds "
-                                               f"{MAX_ABS_VALUE:g} in the body frame (MuJoCo's mjMAXVAL)")
+                if (
+                    np.abs(local).max() > MAX_ABS_VALUE
+                ):  # each |w_i| <= MAX, but not every rotation of w
+                    raise StateValidationError(
+                        f"{key}.ang_vel",
+                        f"magnitude {np.linalg.norm(w):.3g} exceeds "
+                        f"{MAX_ABS_VALUE:g} in the body frame (MuJoCo's mjMAXVAL)",
+                    )
                 plan.new_qvel()[da[3:]] = local
 
-    def _plan_dofs(self, plan: Plan, key: str, lay: ModelLayout, values: Any, velocity: bool) -> None:
+    def _plan_dofs(
+        self, plan: Plan, key: str, lay: ModelLayout, values: Any, velocity: bool
+    ) -> None:
         joints = self._joints[lay.info.name]
         m = self._model
         for name, value in as_mapping(values, key).items():
@@ -190,25 +231,29 @@ class StateWriter:
             if velocity:
                 width = KINDS[jtype].dof_width
                 adr = m.jnt_dofadr[jid]
-                plan.new_qvel()[adr:adr + width] = (as_scalar(value, jkey) if width == 1
-                                                    else as_array(value, (width,), jkey))
+                plan.new_qvel()[adr : adr + width] = (
+                    as_scalar(value, jkey) if width == 1 else as_array(value, (width,), jkey)
+                )
                 continue
             adr = m.jnt_qposadr[jid]
             if jtype in ONE_DOF_TYPES:
                 plan.new_qpos()[adr] = as_scalar(value, jkey)
             elif jtype == BALL.type:
-                plan.new_qpos()[adr:adr + 4] = as_quat(value, jkey)
+                plan.new_qpos()[adr : adr + 4] = as_quat(value, jkey)
             else:  # a free joint below the root: [x, y, z, qw, qx, qy, qz]
                 arr = as_array(value, (7,), jkey)
-                plan.new_qpos()[adr:adr + 7] = np.concatenate([arr[:3], as_quat(arr[3:], jkey)])
+                plan.new_qpos()[adr : adr + 7] = np.concatenate([arr[:3], as_quat(arr[3:], jkey)])
 
-    def _plan_targets(self, plan: Plan, key: str, lay: ModelLayout, which: str, values: Any) -> None:
+    def _plan_targets(
+        self, plan: Plan, key: str, lay: ModelLayout, which: str, values: Any
+    ) -> None:
         index, names = self._targets.index, self._targets.names[lay.targets]
         dest = plan.pos_target if which == "dof_pos_target" else plan.vel_target
         for name, value in as_mapping(values, key).items():
             if isinstance(name, str) and name in self._joints[lay.info.name] and name not in names:
-                raise StateValidationError(f"{key}.{name}", "joint has no target (not driven by a "
-                                           "position servo or motor)")
+                raise StateValidationError(
+                    f"{key}.{name}", "joint has no target (not driven by a position servo or motor)"
+                )
             _check(key, name, names, f"target joint of {lay.info.name}")
             dest[index[name]] = as_scalar(value, f"{key}.{name}")
 
@@ -233,8 +278,11 @@ class StateWriter:
             else:
                 err = float(np.abs(have - value).max())
             if err > self.tolerance:
-                raise StateValidationError(key, f"read-only (follows from the joints): differs by {err:.3g} "
-                                           f"from {np.round(have, 6).tolist()} (tolerance {self.tolerance})")
+                raise StateValidationError(
+                    key,
+                    f"read-only (follows from the joints): differs by {err:.3g} "
+                    f"from {np.round(have, 6).tolist()} (tolerance {self.tolerance})",
+                )
 
     # -- applying ------------------------------------------------------------------
     def apply(self, plan: Plan) -> None:

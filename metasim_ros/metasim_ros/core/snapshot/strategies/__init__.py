@@ -1,6 +1,9 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """The restore strategies, in the order the restore chain tries them (DESIGN §7 and
 docs/architecture.md): the integration state, the MetaSim tree, initial_state_data,
 per-object datasets, and the flattened [time, qpos, qvel] vector."""
+
 from __future__ import annotations
 
 from metasim_ros.core.snapshot.plan import Strategy

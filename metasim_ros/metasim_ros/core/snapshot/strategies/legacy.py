@@ -1,3 +1,5 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """Restore strategies for files written by other tools (strategies 3-5 of DESIGN §7).
 
 Each strategy turns its layout into per-joint assignments ``{joint id: (qpos, qvel)}`` for the
@@ -26,10 +28,17 @@ import mujoco
 import numpy as np
 
 from metasim_ros.core.joint_kinds import ONE_DOF_TYPES, dof_slice, kind_of, qpos_slice
-from metasim_ros.core.snapshot.strategies.own import set_states_or_mismatch
-from metasim_ros.core.snapshot.io import LayoutMismatch, dataset, read_row, read_text, resolve_index, row_count
+from metasim_ros.core.snapshot.io import (
+    LayoutMismatch,
+    dataset,
+    read_row,
+    read_text,
+    resolve_index,
+    row_count,
+)
 from metasim_ros.core.snapshot.plan import Expected, Plan
 from metasim_ros.core.snapshot.simulation import Simulation
+from metasim_ros.core.snapshot.strategies.own import set_states_or_mismatch
 
 Assignments = dict[int, tuple[np.ndarray, np.ndarray | None]]
 
@@ -58,9 +67,18 @@ def _assignment_plan(
         expected.qvel[j] = np.zeros(kind_of(model, j).dof_width) if v is None else v
     targetable = set(handler.target_joint_names)
     hold = {
-        r.name: {"dof_pos_target": {n: float(expected.qpos[j][0]) for n, j in held}, "dof_vel_target": {n: 0.0 for n, _ in held}}
+        r.name: {
+            "dof_pos_target": {n: float(expected.qpos[j][0]) for n, j in held},
+            "dof_vel_target": {n: 0.0 for n, _ in held},
+        }
         for r in handler.robots
-        if (held := [(n, j) for n, j in zip(r.joints, r.joint_ids) if n in targetable and j in assignments])
+        if (
+            held := [
+                (n, j)
+                for n, j in zip(r.joints, r.joint_ids)
+                if n in targetable and j in assignments
+            ]
+        )
     }
     if hold:
         warnings.append(f"targets of {sorted(hold)} set to hold the restored joint positions")
@@ -115,16 +133,25 @@ class InitialStateDataStrategy:
         count = _same_count([d for d in (qpos_ds, qvel_ds) if d is not None])
         qpos = read_row(qpos_ds, index, (model.nq,))
         qvel = None if qvel_ds is None else read_row(qvel_ds, index, (model.nv,))
-        plan = _assignment_plan(self.name, handler, env_id, count, index, _positional(model, qpos, qvel), [])
-        for key, width, target in (("body_pos", 3, plan.expected.body_pos), ("body_rot", 4, plan.expected.body_quat)):
+        plan = _assignment_plan(
+            self.name, handler, env_id, count, index, _positional(model, qpos, qvel), []
+        )
+        for key, width, target in (
+            ("body_pos", 3, plan.expected.body_pos),
+            ("body_rot", 4, plan.expected.body_quat),
+        ):
             ds = dataset(g, key)
             if ds is None:
                 continue
             nb = ds.shape[-2] if ds.ndim >= 2 else -1
             if nb not in (model.nbody, model.nbody - 1):
-                raise LayoutMismatch(f"{ds.name} has shape {ds.shape}; this model has {model.nbody} bodies")
+                raise LayoutMismatch(
+                    f"{ds.name} has shape {ds.shape}; this model has {model.nbody} bodies"
+                )
             if row_count(ds, 2) != count:
-                raise LayoutMismatch(f"{ds.name} holds {row_count(ds, 2)} states, qpos holds {count}")
+                raise LayoutMismatch(
+                    f"{ds.name} holds {row_count(ds, 2)} states, qpos holds {count}"
+                )
             rows = read_row(ds, index, (nb, width))
             first = model.nbody - nb  # 1 when the world body is left out
             target.update({first + i: r for i, r in enumerate(rows)})
@@ -192,34 +219,48 @@ class PerObjectStrategy:
             restored.add(info.name)
         if not assignments:
             raise LayoutMismatch("; ".join(warnings))
-        untouched = sorted(n for n, i in infos.items() if (i.free or i.joint_ids) and n not in restored)
+        untouched = sorted(
+            n for n, i in infos.items() if (i.free or i.joint_ids) and n not in restored
+        )
         if untouched:
             warnings.append(f"models {untouched} are not in the file; left unchanged")
-        return _assignment_plan(self.name, handler, env_id, _same_count(used), index, assignments, warnings)
+        return _assignment_plan(
+            self.name, handler, env_id, _same_count(used), index, assignments, warnings
+        )
 
 
 def _width(ds: h5py.Dataset) -> int:
     return int(ds.shape[-1]) if ds.ndim else 1
 
 
-def _check_widths(model: mujoco.MjModel, joints: list[int], parts: list[tuple[h5py.Dataset, h5py.Dataset | None]]) -> None:
+def _check_widths(
+    model: mujoco.MjModel, joints: list[int], parts: list[tuple[h5py.Dataset, h5py.Dataset | None]]
+) -> None:
     """Refuse datasets wider than the joints they are for, before reading a row of them."""
     kinds = [kind_of(model, j) for j in joints]
     need = {0: sum(k.qpos_width for k in kinds), 1: sum(k.dof_width for k in kinds)}
     for part in parts:
         for which, ds in enumerate(part):
             if ds is not None and _width(ds) > need[which]:
-                raise LayoutMismatch(f"{ds.name} rows hold {_width(ds)} values; its joints in this scene need {need[which]}")
+                raise LayoutMismatch(
+                    f"{ds.name} rows hold {_width(ds)} values; its joints in this scene need {need[which]}"
+                )
 
 
-def _split(model: mujoco.MjModel, joints: list[int], qpos: np.ndarray, qvel: np.ndarray | None, key: str) -> Assignments:
+def _split(
+    model: mujoco.MjModel, joints: list[int], qpos: np.ndarray, qvel: np.ndarray | None, key: str
+) -> Assignments:
     """Cut concatenated per-joint values into assignments, checking the widths add up."""
     q_widths = [kind_of(model, j).qpos_width for j in joints]
     v_widths = [kind_of(model, j).dof_width for j in joints]
     if len(qpos) != sum(q_widths):
-        raise LayoutMismatch(f"'{key}' holds {len(qpos)} positions; its joints in this scene need {sum(q_widths)}")
+        raise LayoutMismatch(
+            f"'{key}' holds {len(qpos)} positions; its joints in this scene need {sum(q_widths)}"
+        )
     if qvel is not None and len(qvel) != sum(v_widths):
-        raise LayoutMismatch(f"'{key}' velocities hold {len(qvel)} values; its joints need {sum(v_widths)}")
+        raise LayoutMismatch(
+            f"'{key}' velocities hold {len(qvel)} values; its joints need {sum(v_widths)}"
+        )
     q_off, v_off = np.cumsum([0, *q_widths]), np.cumsum([0, *v_widths])
     return {
         j: (qpos[q_off[k] : q_off[k + 1]], None if qvel is None else qvel[v_off[k] : v_off[k + 1]])
@@ -232,8 +273,13 @@ def _first_demo(f: h5py.File) -> h5py.Group | None:
     data = f.get("data")
     if not isinstance(data, h5py.Group):
         return None
-    demos = [k for k in data if re.fullmatch(r"demo_\d+", k) and isinstance(data[k], h5py.Group)
-             and isinstance(data[k].get("states"), h5py.Dataset)]
+    demos = [
+        k
+        for k in data
+        if re.fullmatch(r"demo_\d+", k)
+        and isinstance(data[k], h5py.Group)
+        and isinstance(data[k].get("states"), h5py.Dataset)
+    ]
     return data[min(demos, key=lambda k: int(k[5:]))] if demos else None
 
 
@@ -270,7 +316,9 @@ class FlattenedStrategy:
             try:
                 source = mujoco.MjModel.from_xml_string(read_text(demo.attrs, "model_file"))
             except (ValueError, LayoutMismatch) as exc:
-                warnings.append(f"model_file does not compile here ({str(exc).splitlines()[0]}); matched by position")
+                warnings.append(
+                    f"model_file does not compile here ({str(exc).splitlines()[0]}); matched by position"
+                )
         row = read_row(ds, index, (1 + source.nq + source.nv,))
         qpos, qvel = row[1 : 1 + source.nq], row[1 + source.nq :]
         assignments = _positional(source, qpos, qvel)
@@ -279,10 +327,14 @@ class FlattenedStrategy:
         if demo is not None and len(f["data"]) > 1:
             warnings.append(f"file holds {len(f['data'])} demos; used {demo.name}")
         count = row_count(ds, 1)
-        return _assignment_plan(self.name, handler, env_id, count, index, assignments, warnings, time=float(row[0]))
+        return _assignment_plan(
+            self.name, handler, env_id, count, index, assignments, warnings, time=float(row[0])
+        )
 
 
-def _by_name(source: mujoco.MjModel, model: mujoco.MjModel, values: Assignments, warnings: list[str]) -> Assignments:
+def _by_name(
+    source: mujoco.MjModel, model: mujoco.MjModel, values: Assignments, warnings: list[str]
+) -> Assignments:
     """Re-key assignments from the file's model to this one by joint name and type."""
     out: Assignments = {}
     skipped = []
@@ -297,7 +349,9 @@ def _by_name(source: mujoco.MjModel, model: mujoco.MjModel, values: Assignments,
         raise LayoutMismatch("no joint of the file's model_file is in this scene")
     if skipped:
         warnings.append(f"joints {skipped} of model_file are not in this scene; skipped")
-    missing = sorted({model.joint(j).name for j in range(model.njnt)} - {model.joint(j).name for j in out})
+    missing = sorted(
+        {model.joint(j).name for j in range(model.njnt)} - {model.joint(j).name for j in out}
+    )
     if missing:
         warnings.append(f"joints {missing} are not in the file; left unchanged")
     return out

@@ -1,3 +1,5 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
 """Strategies 1 and 2: reading the own format (``format.py``) back.
 
 Strategy 1 restores ``integration_state`` bit-exactly when the model signature matches;
@@ -44,7 +46,9 @@ def _own_root(f: h5py.File) -> bool:
         return False
     version = attr_int(f, "version", 0)
     if version > FORMAT_VERSION:
-        raise LayoutMismatch(f"format version {version} is newer than this reader ({FORMAT_VERSION})")
+        raise LayoutMismatch(
+            f"format version {version} is newer than this reader ({FORMAT_VERSION})"
+        )
     return True
 
 
@@ -71,8 +75,12 @@ def _signature_diff(f: h5py.File, sig: dict[str, Any]) -> str:
         return "file has no readable model signature"
     diffs = [k for k in sig if k != "hash" and theirs.get(k) != sig[k]]
     names = theirs.get("joint_names")
-    if "joint_names" in diffs and isinstance(names, list) and all(isinstance(n, str) for n in names) \
-            and sorted(names) == sorted(sig["joint_names"]):
+    if (
+        "joint_names" in diffs
+        and isinstance(names, list)
+        and all(isinstance(n, str) for n in names)
+        and sorted(names) == sorted(sig["joint_names"])
+    ):
         diffs[diffs.index("joint_names")] = "joint order"
     return "model signature differs (" + ", ".join(diffs or ["hash"]) + ")"
 
@@ -86,8 +94,21 @@ class IntegrationStateStrategy:
         if not _own_root(f):
             return None
         envs = f.get("envs")
-        keys = ("version", "mujoco_version", "signature_hash", "nq", "nv", "na", "nu", "state_size", "steps")
-        return {"envs": len(envs) if isinstance(envs, h5py.Group) else 0, **{k: _plain(f.attrs.get(k)) for k in keys}}
+        keys = (
+            "version",
+            "mujoco_version",
+            "signature_hash",
+            "nq",
+            "nv",
+            "na",
+            "nu",
+            "state_size",
+            "steps",
+        )
+        return {
+            "envs": len(envs) if isinstance(envs, h5py.Group) else 0,
+            **{k: _plain(f.attrs.get(k)) for k in keys},
+        }
 
     def plan(self, f: h5py.File, handler: Simulation, index: int, env_id: int) -> Plan | None:
         if not _own_root(f):
@@ -101,12 +122,18 @@ class IntegrationStateStrategy:
         if attr_text(f, "signature_hash") != sig["hash"]:
             raise LayoutMismatch(_signature_diff(f, sig))
         if attr_int(f, "state_spec", -1) != INTEGRATION_STATE:
-            raise LayoutMismatch(f"state spec {f.attrs.get('state_spec')} is not mjSTATE_INTEGRATION")
+            raise LayoutMismatch(
+                f"state spec {f.attrs.get('state_spec')} is not mjSTATE_INTEGRATION"
+            )
         row = read_row(ds, index, (sig["state_size"],))
         i = index % row_count(ds, 1)
         qpos, qvel = (np.empty(n) for n in (model.nq, model.nv))
-        mujoco.mj_extractState(model, row, INTEGRATION_STATE, qpos, int(mujoco.mjtState.mjSTATE_QPOS))
-        mujoco.mj_extractState(model, row, INTEGRATION_STATE, qvel, int(mujoco.mjtState.mjSTATE_QVEL))
+        mujoco.mj_extractState(
+            model, row, INTEGRATION_STATE, qpos, int(mujoco.mjtState.mjSTATE_QPOS)
+        )
+        mujoco.mj_extractState(
+            model, row, INTEGRATION_STATE, qvel, int(mujoco.mjtState.mjSTATE_QVEL)
+        )
         expected = Expected.from_vectors(model, qpos, qvel)
         expected.integration = row
         warnings = []
@@ -119,7 +146,9 @@ class IntegrationStateStrategy:
             for name, r in file_state.get("robots", {}).items()
         }
         if attr_text(f, "mujoco_version") != mujoco.__version__:
-            warnings.append(f"written by MuJoCo {_plain(f.attrs.get('mujoco_version'))}, running {mujoco.__version__}")
+            warnings.append(
+                f"written by MuJoCo {_plain(f.attrs.get('mujoco_version'))}, running {mujoco.__version__}"
+            )
 
         def apply() -> None:
             if targets:
@@ -142,12 +171,20 @@ class MetaSimTreeStrategy:
         envs = f.get("envs")
         if not isinstance(envs, h5py.Group):
             return None
-        trees = [k for k in envs if isinstance(envs[k], h5py.Group) and isinstance(envs[k].get("state"), h5py.Group)]
+        trees = [
+            k
+            for k in envs
+            if isinstance(envs[k], h5py.Group) and isinstance(envs[k].get("state"), h5py.Group)
+        ]
         if not trees:
             return None
         tree = envs[trees[0]]["state"]
-        models = [f"{kind}/{decode_key(m)}" for kind in ("robots", "objects")
-                  if isinstance(tree.get(kind), h5py.Group) for m in tree[kind]]
+        models = [
+            f"{kind}/{decode_key(m)}"
+            for kind in ("robots", "objects")
+            if isinstance(tree.get(kind), h5py.Group)
+            for m in tree[kind]
+        ]
         return {"envs": len(trees), "models": models}
 
     def plan(self, f: h5py.File, handler: Simulation, index: int, env_id: int) -> Plan | None:
@@ -193,7 +230,9 @@ def read_tree(group: h5py.Group, index: int) -> dict[str, Any]:
                 raise LayoutMismatch(f"{ds.name}: '{decode_key(key)}' is both a value and a group")
         row_shape = tuple(ds.shape[1:])
         if int(np.prod(row_shape, dtype=np.int64)) > MAX_TREE_LEAF_VALUES:
-            raise LayoutMismatch(f"{ds.name} rows have shape {row_shape}, more than any state value")
+            raise LayoutMismatch(
+                f"{ds.name} rows have shape {row_shape}, more than any state value"
+            )
         value = read_row(ds, index, row_shape)
         leaf = decode_key(path[-1])
         if leaf in node:
@@ -223,11 +262,15 @@ def _check_tree(tree: dict[str, Any], where: str) -> None:
 def _tree_count(group: h5py.Group) -> int:
     counts = {int(ds.shape[0]) for _, ds in walk_datasets(group) if ds.ndim >= 1}
     if len(counts) != 1:
-        raise LayoutMismatch(f"state tree {group.name} leaves disagree on the number of states: {sorted(counts)}")
+        raise LayoutMismatch(
+            f"state tree {group.name} leaves disagree on the number of states: {sorted(counts)}"
+        )
     return counts.pop()
 
 
-def _fit_request(handler: Simulation, file_state: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def _fit_request(
+    handler: Simulation, file_state: Mapping[str, Any]
+) -> tuple[dict[str, Any], list[str]]:
     """Keep what this scene can take (known models and joints), report what is dropped or untouched."""
     infos = {m.name: m for m in handler.models}
     request: dict[str, Any] = {"objects": {}, "robots": {}}
@@ -249,7 +292,9 @@ def _fit_request(handler: Simulation, file_state: Mapping[str, Any]) -> tuple[di
                 values = {j: v for j, v in mstate[key].items() if j in info.joints}
                 dropped = sorted(set(mstate[key]) - set(values))
                 if dropped:
-                    warnings.append(f"{key} of '{name}': joints {dropped} not in this scene; skipped")
+                    warnings.append(
+                        f"{key} of '{name}': joints {dropped} not in this scene; skipped"
+                    )
                 req[key] = values
             request["robots" if info.kind == "robot" else "objects"][name] = req
     missing = sorted(set(infos) - seen)
@@ -282,8 +327,12 @@ def _expect_bodies(model: mujoco.MjModel, file_state: Mapping[str, Any], exp: Ex
                 if "rot" in b:
                     exp.body_quat[bid] = _vector(b["rot"], 4, f"body {bname} rot")
                 if "vel" in b and "ang_vel" in b:
-                    exp.body_vel[bname] = np.concatenate([_vector(b["ang_vel"], 3, f"body {bname} ang_vel"),
-                                                          _vector(b["vel"], 3, f"body {bname} vel")])
+                    exp.body_vel[bname] = np.concatenate(
+                        [
+                            _vector(b["ang_vel"], 3, f"body {bname} ang_vel"),
+                            _vector(b["vel"], 3, f"body {bname} vel"),
+                        ]
+                    )
 
 
 def _vector(value: Any, n: int, what: str) -> np.ndarray:
@@ -300,5 +349,3 @@ def _plain(value: Any) -> Any:
     if isinstance(value, bytes):
         return value.decode()
     return value
-
-
