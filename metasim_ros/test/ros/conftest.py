@@ -25,8 +25,11 @@ from rclpy.qos import QoSProfile  # noqa: E402
 T = TypeVar("T")
 
 # One DDS domain per test run so that parallel runs never see each other; set before
-# rclpy.init here and inherited by every node process the tests start.
-os.environ["ROS_DOMAIN_ID"] = str(random.Random(os.getpid() ^ time.time_ns()).randint(11, 99))
+# rclpy.init here and inherited by every node process the tests start. Runs started side
+# by side on one machine can pin theirs with METASIM_TEST_DOMAIN_ID.
+os.environ["ROS_DOMAIN_ID"] = os.environ.get("METASIM_TEST_DOMAIN_ID") or str(
+    random.Random(os.getpid() ^ time.time_ns()).randint(11, 99)
+)
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 os.environ.setdefault("MUJOCO_GL", "egl")
 
@@ -85,7 +88,7 @@ class SimProcess:
             self.output, _ = self.proc.communicate(timeout=5)
             raise AssertionError(
                 f"sim_node did not exit within {timeout}s of signal {sig}:\n{self.output}"
-            )
+            ) from None
         return self.proc.returncode
 
 
