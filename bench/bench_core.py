@@ -122,10 +122,12 @@ def main() -> None:
     print(f"naive       1 env            {naive1:8.2f} us   = {naive1 / step:5.2f} x mj_step")
     print(f"naive      16 envs           {naive16:8.2f} us   = {naive16 / step:5.2f} x mj_step")
     print(
-        f"speed-up over naive          {naive1 / get1:8.2f} x (1 env)   {naive16 / get16:.2f} x (16 envs)"
+        f"speed-up over naive          {naive1 / get1:8.2f} x (1 env)   "
+        f"{naive16 / get16:.2f} x (16 envs)"
     )
     print(
-        f"speed-up over naive, every body read   {naive1 / full1:.2f} x (1 env)   {naive16 / full16:.2f} x (16 envs)"
+        f"speed-up over naive, every body read   {naive1 / full1:.2f} x (1 env)   "
+        f"{naive16 / full16:.2f} x (16 envs)"
     )
     print(f"joint_states 1 env           {joints1:8.2f} us   = {joints1 / step:5.2f} x mj_step")
     print(
@@ -133,7 +135,8 @@ def main() -> None:
         f"({joints16 / 16 / step:.2f} x per env)"
     )
     print(
-        f"set_states 16 envs (full)    {set16:8.2f} us   = {set16 / 16 / step:5.2f} x mj_step per env"
+        f"set_states 16 envs (full)    {set16:8.2f} us   = "
+        f"{set16 / 16 / step:5.2f} x mj_step per env"
     )
 
 

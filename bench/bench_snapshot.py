@@ -76,22 +76,26 @@ def main() -> None:
         sizes = single.stat().st_size, traj.stat().st_size
 
     print(
-        f"scene: default (nq={m.nq}, nv={m.nv}, integration state {state.size} doubles); MuJoCo {mujoco.__version__}"
+        f"scene: default (nq={m.nq}, nv={m.nv}, integration state {state.size} doubles); "
+        f"MuJoCo {mujoco.__version__}"
     )
     print(f"raw mj_step:                       {step_s * 1e6:9.1f} us")
     print(
-        f"single state  save:                {save_single * 1e3:9.2f} ms   ({sizes[0] / 1024:.0f} KiB)"
+        f"single state  save:                {save_single * 1e3:9.2f} ms   "
+        f"({sizes[0] / 1024:.0f} KiB)"
     )
     print(f"single state  load+verify:         {load_single * 1e3:9.2f} ms")
     print(f"  raw mj_setState + mj_forward:    {raw * 1e6:9.1f} us")
     print(f"{STEPS}-step trajectory record:     {record_s:9.2f} s    (step + capture_state)")
     print(
-        f"{STEPS}-step trajectory save:       {save_traj:9.2f} s    ({sizes[1] / 2**20:.1f} MiB, MetaSim tree per step)"
+        f"{STEPS}-step trajectory save:       {save_traj:9.2f} s    "
+        f"({sizes[1] / 2**20:.1f} MiB, MetaSim tree per step)"
     )
     print(f"{STEPS}-step trajectory load [-1]:  {load_last * 1e3:9.2f} ms")
     print(f"{STEPS}-step trajectory load [T/2]: {load_mid * 1e3:9.2f} ms")
     print(
-        f"restore / mj_step: load_snapshot {load_single / step_s:.0f}x, raw restore {raw / step_s:.1f}x"
+        f"restore / mj_step: load_snapshot {load_single / step_s:.0f}x, "
+        f"raw restore {raw / step_s:.1f}x"
     )
 
 

@@ -52,7 +52,8 @@ def _convert(args: argparse.Namespace) -> int:
     )
     worst = max(max(r.max_qpos_error, r.max_qvel_error) for r in reports)
     print(
-        f"converted {len(reports)} state(s) from {args.src} via '{reports[0].strategy}' to {args.dst}"
+        f"converted {len(reports)} state(s) from {args.src} via '{reports[0].strategy}' "
+        f"to {args.dst}"
     )
     print(f"max qpos/qvel error over all states: {worst:.3g}")
     return 0

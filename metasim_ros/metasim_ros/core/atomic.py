@@ -1,6 +1,6 @@
 # Copyright 2026 metasim_ros developers
 # SPDX-License-Identifier: Apache-2.0
-"""Atomic file replacement: a reader of ``path`` sees the old file or the new one, never half of one."""
+"""Atomic file replacement: readers of ``path`` see the old file or the new one, never half."""
 
 from __future__ import annotations
 

@@ -47,5 +47,5 @@ class SnapshotError(RequestError):
     """A snapshot could not be written, read or applied; the message names the reason."""
 
 
-class PathRefused(RequestError):
+class PathRefusedError(RequestError):
     """A path that names something outside the allowed directory, or no valid name."""

@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 from pathlib import Path, PurePosixPath
 
-from metasim_ros.core.errors import PathRefused
+from metasim_ros.core.errors import PathRefusedError
 
-__all__ = ["PathRefused", "resolve_inside"]
+__all__ = ["PathRefusedError", "resolve_inside"]
 
 
 def resolve_inside(root: str | os.PathLike, name: str) -> Path:
@@ -23,18 +23,22 @@ def resolve_inside(root: str | os.PathLike, name: str) -> Path:
     and names whose real path (symlinks followed) is outside `root`.
     """
     if not name or not name.strip():
-        raise PathRefused("empty path")
+        raise PathRefusedError("empty path")
     if any(ord(c) < 32 or ord(c) == 127 for c in name):
-        raise PathRefused(f"path {name!r} contains NUL or control characters")
+        raise PathRefusedError(f"path {name!r} contains NUL or control characters")
     rel = PurePosixPath(name)
     if rel.is_absolute():
-        raise PathRefused(f"path {name!r} is absolute; give a path inside the snapshot directory")
+        raise PathRefusedError(
+            f"path {name!r} is absolute; give a path inside the snapshot directory"
+        )
     if ".." in rel.parts:
-        raise PathRefused(f"path {name!r} contains '..'")
+        raise PathRefusedError(f"path {name!r} contains '..'")
     base = Path(root).resolve()
     target = (base / rel).resolve()
     if target != base and base not in target.parents:
-        raise PathRefused(f"path {name!r} leads outside the snapshot directory (via a symlink)")
+        raise PathRefusedError(
+            f"path {name!r} leads outside the snapshot directory (via a symlink)"
+        )
     if target == base:
-        raise PathRefused(f"path {name!r} names the snapshot directory itself, not a file")
+        raise PathRefusedError(f"path {name!r} names the snapshot directory itself, not a file")
     return target

@@ -52,15 +52,17 @@ def doubles(values: np.ndarray) -> array:
 
 
 def fill_pose(pose: Pose, pos: np.ndarray, rot: np.ndarray) -> None:
+    """Write a position and wxyz quaternion into a (preallocated) Pose in place."""
     p, o = pose.position, pose.orientation
     p.x, p.y, p.z = float(pos[0]), float(pos[1]), float(pos[2])
     o.w, o.x, o.y, o.z = float(rot[0]), float(rot[1]), float(rot[2]), float(rot[3])
 
 
 def fill_twist(twist: Twist, vel: np.ndarray, ang_vel: np.ndarray) -> None:
-    l, a = twist.linear, twist.angular
-    l.x, l.y, l.z = float(vel[0]), float(vel[1]), float(vel[2])
-    a.x, a.y, a.z = float(ang_vel[0]), float(ang_vel[1]), float(ang_vel[2])
+    """Write linear and angular velocity into a (preallocated) Twist in place."""
+    lin, ang = twist.linear, twist.angular
+    lin.x, lin.y, lin.z = float(vel[0]), float(vel[1]), float(vel[2])
+    ang.x, ang.y, ang.z = float(ang_vel[0]), float(ang_vel[1]), float(ang_vel[2])
 
 
 class WorldStateFiller:

@@ -133,6 +133,7 @@ class SimNode(Node):
 
 
 def main(args: list[str] | None = None) -> int:
+    """Run sim_node until SIGINT/SIGTERM, then shut down in order; returns the exit code."""
     sys.setswitchinterval(SWITCH_INTERVAL)
     # Our own SIGINT/SIGTERM handling: stop spinning first, then tear down in order, so
     # no callback runs against a context that is already shut down.

@@ -25,6 +25,7 @@ def _transform(parent: str, child: str) -> TransformStamped:
 
 
 def static_message(tree: FrameTree, sim_time: float) -> TFMessage:
+    """The /tf_static message: welded bodies and fixed cameras, stamped ``sim_time``."""
     frames: list[Frame] = tree.static + tree.camera_static
     msg = TFMessage(transforms=[_transform(f.parent, f.child) for f in frames])
     now = stamp(sim_time)
@@ -49,6 +50,7 @@ class DynamicTf:
         return (data.time, *self._tree.dynamic(data), self._tree.tracking_cameras(data))
 
     def fill(self, reading: tuple) -> TFMessage:
+        """Refill and return ``msg`` from a ``read()`` result (no lock needed)."""
         sim_time, pos, quat, cameras = reading
         now = stamp(sim_time)
         transforms = self.msg.transforms

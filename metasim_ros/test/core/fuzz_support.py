@@ -126,7 +126,7 @@ valid_ang_vel = st.lists(_finite(MAX_ABS_VALUE / 2), min_size=3, max_size=3)
 
 @st.composite
 def valid_quat(draw: st.DrawFn) -> list[float]:
-    """A quaternion within QUAT_NORM_TOLERANCE of unit norm (exactly unit, or off by up to 0.9x it)."""
+    """A quaternion within QUAT_NORM_TOLERANCE of unit norm (exact, or off by up to 0.9x it)."""
     q = np.array(draw(st.lists(st.floats(-1, 1), min_size=4, max_size=4)))
     n = float(np.sqrt(q @ q))
     if n < 0.1:

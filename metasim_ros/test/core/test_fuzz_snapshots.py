@@ -306,7 +306,8 @@ def mutation(draw: st.DrawFn, sizes: list[int]) -> tuple:
                     "[" * 5000 + "]" * 5000,
                     "<mujoco/>",
                     b"\xff\xfe",
-                    "<mujoco><worldbody><body><freejoint/><geom size='.1'/></body></worldbody></mujoco>",
+                    "<mujoco><worldbody><body><freejoint/><geom size='.1'/></body>"
+                    "</worldbody></mujoco>",
                 ]
             )
         )
@@ -547,8 +548,9 @@ def test_declared_sizes_cost_no_memory(tmp_path, sim):
     rss_mb, traced_mb = map(int, lines[-2].split())
     control_mb = int(lines[-1])
     print(
-        f"loading {len(paths)} hostile files twice: peak RSS growth {rss_mb} MB, peak traced allocation "
-        f"{traced_mb} MB (control, one 40 MB dataset read whole: {control_mb} MB traced)"
+        f"loading {len(paths)} hostile files twice: peak RSS growth {rss_mb} MB, "
+        f"peak traced allocation {traced_mb} MB "
+        f"(control, one 40 MB dataset read whole: {control_mb} MB traced)"
     )
     assert rss_mb < 200 and traced_mb < 20
     assert control_mb >= 38, "the measurement would not see a whole dataset being read"

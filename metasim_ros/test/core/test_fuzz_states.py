@@ -379,7 +379,7 @@ def test_bad_env_ids_are_refused(env_ids):
 # -- actions -----------------------------------------------------------------------------
 @st.composite
 def valid_action(draw: st.DrawFn, scene: Scene) -> tuple[dict, dict]:
-    """(action, {robot: {key: {joint: value}}}) in either spelling ({robot: ...} or {"robots": {...}})."""
+    """(action, {robot: {key: {joint: value}}}); action as {robot: ...} or {"robots": {...}}."""
     targets: dict[str, Any] = {}
     for spec in scene.models.values():
         if spec.section != "robots" or not draw(st.booleans()):

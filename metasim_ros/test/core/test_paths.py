@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from metasim_ros.core.paths import PathRefused, resolve_inside
+from metasim_ros.core.paths import PathRefusedError, resolve_inside
 
 
 def test_plain_and_nested_names_resolve_inside(tmp_path):
@@ -32,7 +32,7 @@ def test_plain_and_nested_names_resolve_inside(tmp_path):
     ],
 )
 def test_refused_names_say_why(tmp_path, name, words):
-    with pytest.raises(PathRefused, match=words):
+    with pytest.raises(PathRefusedError, match=words):
         resolve_inside(tmp_path, name)
 
 
@@ -44,6 +44,6 @@ def test_symlinks_leaving_the_directory_are_refused(tmp_path):
     os.symlink(outside / "secret.h5", root / "link_file.h5")
     os.symlink(root / "inner", root / "inner_link")  # symlink that stays inside is fine
     for name in ("link_dir/secret.h5", "link_file.h5", "link_dir/new.h5"):
-        with pytest.raises(PathRefused, match="outside"):
+        with pytest.raises(PathRefusedError, match="outside"):
             resolve_inside(root, name)
     assert resolve_inside(root, "inner_link/a.h5") == root.resolve() / "inner" / "a.h5"

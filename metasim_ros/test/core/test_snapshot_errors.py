@@ -1,6 +1,6 @@
 # Copyright 2026 metasim_ros developers
 # SPDX-License-Identifier: Apache-2.0
-"""Bad files and bad requests: one clear SnapshotError (or ok=False), and the simulation bitwise unchanged."""
+"""Bad files and requests: one clear SnapshotError (or ok=False), simulation bitwise unchanged."""
 
 from __future__ import annotations
 
@@ -146,7 +146,7 @@ def test_signature_mismatch_with_no_other_layout(tmp_path, handler, good_file):
 
 
 def test_verification_failure_reports_and_rolls_back(tmp_path, handler):
-    """Body poses that disagree with the qpos they were stored with: applied, checked, rejected, undone."""
+    """Body poses disagreeing with their stored qpos: applied, checked, rejected, undone."""
     path = tmp_path / "moved_bodies.h5"
     write_initial_state_data(path, handler)
     with h5py.File(path, "a") as f:
@@ -159,7 +159,7 @@ def test_verification_failure_reports_and_rolls_back(tmp_path, handler):
 
 
 def test_rejected_set_states_falls_through(tmp_path, handler):
-    """A tree the handler refuses (bad quaternion) is skipped with its reason; a later layout wins."""
+    """A tree the handler refuses (bad quaternion) is skipped with a reason; a later layout wins."""
     path = save_snapshot(handler, tmp_path / "bad_tree.h5")
     with h5py.File(path, "a") as f:
         f.attrs["signature_hash"] = "0" * 64

@@ -23,7 +23,10 @@ CONTINUE = 1000
 
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory):
-    """Handler A saved mid-motion, then run on for CONTINUE steps: (file, A's final qpos/qvel/act, saved A state)."""
+    """Handler A saved mid-motion, then run on for CONTINUE steps.
+
+    Returns (file, A's final qpos/qvel/act, saved A state).
+    """
     path = tmp_path_factory.mktemp("exact") / "a.h5"
     a = moving_handler()
     assert a.synced_data(0).ncon > 0, "the scene should be in contact when saved"
@@ -54,7 +57,8 @@ def test_restore_continues_bitwise(saved):
         for x, y in ((d.qpos, qpos), (d.qvel, qvel), (d.act, act))
     ]
     print(
-        f"\nintegration-state restore, max |delta| after {CONTINUE} steps (qpos, qvel, act): {diffs}"
+        f"\nintegration-state restore, max |delta| after {CONTINUE} steps "
+        f"(qpos, qvel, act): {diffs}"
     )
     assert diffs == [0.0, 0.0, 0.0]
     assert d.qpos.tobytes() == qpos.tobytes() and d.qvel.tobytes() == qvel.tobytes()
@@ -71,7 +75,8 @@ def test_qpos_qvel_only_restore_diverges_measurably(saved):
     d = c.synced_data(0)
     dq, dv = float(np.max(np.abs(d.qpos - qpos))), float(np.max(np.abs(d.qvel - qvel)))
     print(
-        f"\nqpos/qvel-only restore, max |delta| after {CONTINUE} steps: qpos {dq:.3e}, qvel {dv:.3e}"
+        f"\nqpos/qvel-only restore, max |delta| after {CONTINUE} steps: "
+        f"qpos {dq:.3e}, qvel {dv:.3e}"
     )
     assert np.isfinite(dq) and np.isfinite(dv)
 

@@ -1,6 +1,6 @@
 # Copyright 2026 metasim_ros developers
 # SPDX-License-Identifier: Apache-2.0
-"""Every legacy layout, written here the way the foreign tools write it, restores to MuJoCo's numbers."""
+"""Every legacy layout, written as the foreign tools write it, restores to MuJoCo's numbers."""
 
 from __future__ import annotations
 
@@ -127,7 +127,7 @@ def test_robomimic_uncompilable_model_file_falls_back_to_position(tmp_path, sour
 
 
 def test_chain_prefers_earlier_layouts(tmp_path, source):
-    """A file holding several layouts is restored by the first in the chain, and says what it skipped."""
+    """A file with several layouts is restored by the first in the chain, naming what it skipped."""
     path = tmp_path / "both.h5"
     write_initial_state_data(path, source)
     with h5py.File(path, "a") as f:

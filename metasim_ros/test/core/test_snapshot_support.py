@@ -1,6 +1,6 @@
 # Copyright 2026 metasim_ros developers
 # SPDX-License-Identifier: Apache-2.0
-"""Shared helpers for the snapshot tests: a scene in motion, state fingerprints, legacy file writers.
+"""Shared helpers for the snapshot tests: a scene in motion, fingerprints, legacy file writers.
 
 No tests here; the legacy writers produce files the way the foreign tools lay them out.
 """
@@ -37,7 +37,7 @@ def default_xml() -> str:
 
 
 def moving_handler(steps: int = 150, scene: str | None = None) -> MujocoHandler:
-    """Default scene after ``steps`` steps: arm servoing to TARGET, cube dropped onto the table, lid open."""
+    """Default scene after ``steps`` steps: arm servoing to TARGET, cube dropped, lid open."""
     h = MujocoHandler(scene)
     h.set_states(
         [
@@ -68,7 +68,7 @@ def qpos_qvel(h: MujocoHandler, env_id: int = 0) -> tuple[np.ndarray, np.ndarray
 
 
 def reordered_xml() -> str:
-    """The default scene with the box before the cube (joint order changes) plus an extra free ball."""
+    """The default scene with the box before the cube (joint order changes) plus a free ball."""
     xml = default_xml()
     start, end = xml.index('    <body name="cube"'), xml.index("    <!-- A box with a hinged lid")
     cube = xml[start:end]
@@ -92,7 +92,7 @@ def write_initial_state_data(path: Path, h: MujocoHandler, with_bodies: bool = T
 
 
 def write_per_object(path: Path, h: MujocoHandler) -> None:
-    """robosuite-style ``obs/robot0_*`` for the arm and gripper plus ``<model>_joint_qpos/_qvel``."""
+    """robosuite-style ``obs/robot0_*`` for arm and gripper, plus ``<model>_joint_qpos/_qvel``."""
     m, d = h.model, h.synced_data(0)
 
     def q(name: str) -> np.ndarray:
@@ -137,7 +137,7 @@ def write_robomimic(path: Path, states: np.ndarray, model_file: str | None) -> N
 
 
 def forwarded(h: MujocoHandler, env_id: int = 0) -> mujoco.MjData:
-    """A copy of the env's MjData with poses recomputed (after mj_step they describe the step before)."""
+    """A copy of the env's MjData with poses recomputed (after mj_step they lag a step behind)."""
     d = copy.copy(h.synced_data(env_id))
     mujoco.mj_forward(h.model, d)
     return d

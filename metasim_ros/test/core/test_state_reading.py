@@ -95,7 +95,7 @@ def test_copies_and_pickles_are_bodymaps_with_their_own_arrays():
     h = MujocoHandler()
     state = h.get_states(render=False)[0]
     for clone in (copy.deepcopy(state), pickle.loads(pickle.dumps(state))):
-        for (m, body), (m2, body2) in zip(_bodies(state), _bodies(clone)):
+        for (_model, body), (_model2, body2) in zip(_bodies(state), _bodies(clone)):
             assert type(body2) is BodyMap and list(body2) == list(body)
             for name in body:
                 for key in ("pos", "rot", "vel", "ang_vel"):

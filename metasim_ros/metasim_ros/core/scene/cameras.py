@@ -73,8 +73,8 @@ class CameraPoses:
         dynamic = iter(zip(*_poses(data, self._dynamic))) if len(self._dynamic) else iter(())
         out = []
         for k, static in zip(self.intrinsics, self._static):
-            p, l, e = (a.copy() for a in static) if static else next(dynamic)
-            out.append({"pos": p, "look_at": l, "intrinsic": k.copy(), "extrinsic": e})
+            pos, look_at, ext = (a.copy() for a in static) if static else next(dynamic)
+            out.append({"pos": pos, "look_at": look_at, "intrinsic": k.copy(), "extrinsic": ext})
         return out
 
 
@@ -137,6 +137,7 @@ class CameraRenderer:
         return rgb[::-1].copy(), metres[::-1].copy()
 
     def close(self) -> None:
+        """Free the MuJoCo render context and the GL context it lives in."""
         with self._gl.as_current():
             self._ctx.free()
         self._gl.free()

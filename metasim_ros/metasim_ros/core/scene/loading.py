@@ -41,6 +41,8 @@ class ModelInfo:
 
 @dataclass(frozen=True)
 class LoadedScene:
+    """A compiled scene with the MJCF it came from and its resolved file (None for text)."""
+
     model: mujoco.MjModel
     xml: str  # MJCF text the model compiles from
     path: str | None

@@ -209,10 +209,12 @@ class MujocoHandler:
 
     @property
     def num_envs(self) -> int:
+        """Number of environments: independent MjData sharing the one model."""
         return len(self._datas)
 
     @property
     def timestep(self) -> float:
+        """Sim seconds advanced by one step (the model's opt.timestep)."""
         return float(self._model.opt.timestep)
 
     @property

@@ -20,11 +20,15 @@ from typing import Callable, Iterator, Protocol
 
 
 class Steppable(Protocol):
+    """What the loop needs of a handler (MujocoHandler provides it)."""
+
     timestep: float
 
-    def step(self, actions=None, n: int = 1) -> None: ...
+    def step(self, actions=None, n: int = 1) -> None:
+        """Advance every environment by ``n`` steps."""
 
-    def divergence(self) -> dict[int, str]: ...
+    def divergence(self) -> dict[int, str]:
+        """Environments whose physics blew up since the last call: {env: what MuJoCo saw}."""
 
 
 class PhysicsLoop:
@@ -65,6 +69,7 @@ class PhysicsLoop:
     # -- configuration -------------------------------------------------------------
     @property
     def real_time_factor(self) -> float:
+        """Sim seconds per wall-clock second; 0 steps as fast as possible."""
         return self._rtf
 
     @real_time_factor.setter
@@ -79,9 +84,11 @@ class PhysicsLoop:
 
     @property
     def paused(self) -> bool:
+        """True while physics does not advance on its own (``step_now`` still works)."""
         return not self._running.is_set()
 
     def pause(self, paused: bool = True) -> None:
+        """Pause, or resume (False); resuming restarts the real-time clock, so no catch-up."""
         if paused:
             self._running.clear()
         else:
@@ -131,11 +138,13 @@ class PhysicsLoop:
 
     # -- thread lifecycle ----------------------------------------------------------
     def start(self) -> None:
+        """Launch the (daemon) physics thread; ticks and stepping begin at once."""
         self._stop.clear()
         self._thread = threading.Thread(target=self._run, name="physics", daemon=True)
         self._thread.start()
 
     def stop(self, timeout: float = 5.0) -> None:
+        """End the physics thread, waiting up to ``timeout`` seconds for its current batch."""
         self._stop.set()
         self._wake.set()
         if self._thread is not None:

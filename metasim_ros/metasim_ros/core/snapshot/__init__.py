@@ -23,7 +23,7 @@ from metasim_ros.core.snapshot.format import (
     state_size,
     write_snapshot,
 )
-from metasim_ros.core.snapshot.io import LayoutMismatch, open_snapshot
+from metasim_ros.core.snapshot.io import LayoutMismatchError, open_snapshot
 from metasim_ros.core.snapshot.restore import (
     DEFAULT_MAX_STEPS,
     DEFAULT_TOLERANCE,
@@ -136,7 +136,7 @@ def inspect_snapshot(path: str | os.PathLike[str]) -> dict[str, Any]:
             except Exception as exc:  # noqa: BLE001 - describing a corrupt file must not fail
                 found = {
                     "unreadable": str(exc)
-                    if isinstance(exc, LayoutMismatch)
+                    if isinstance(exc, LayoutMismatchError)
                     else f"{type(exc).__name__}: {exc}"
                 }
             if found is not None:

@@ -59,7 +59,7 @@ def capture_state(handler: Simulation, env_id: int = 0) -> np.ndarray:
 
 
 def model_signature(model: mujoco.MjModel) -> dict[str, Any]:
-    """Everything that fixes the meaning of an integration-state vector, plus its sha256 ``hash``."""
+    """Everything that fixes the meaning of an integration-state vector, plus its sha256 hash."""
     sig: dict[str, Any] = {
         "joint_names": [model.joint(j).name for j in range(model.njnt)],
         "joint_types": [int(t) for t in model.jnt_type],
@@ -85,7 +85,10 @@ def write_snapshot(
     rows: Mapping[int, np.ndarray] | None,
     progress: bool = False,
 ) -> None:
-    """Write the own format atomically. ``rows[env]`` is a [T, state_size] trajectory; None = current state."""
+    """Write the own format atomically.
+
+    ``rows[env]`` is a [T, state_size] trajectory; ``rows`` None saves the current state.
+    """
     model = handler.model
     sig = model_signature(model)
     steps = 1 if rows is None else len(next(iter(rows.values())))
@@ -159,7 +162,7 @@ def _trees(handler: Simulation, env_id: int, rows: np.ndarray | None, progress: 
 
 
 def _write_tree(group: h5py.Group, states: list[Mapping[str, Any]]) -> None:
-    """Mirror the State dict as groups; each leaf becomes the stack of its values over ``states``."""
+    """Mirror the State dict as groups; each leaf stacks its values over ``states``."""
     for key, value in states[0].items():
         column = [s[key] for s in states]
         if isinstance(value, Mapping):
@@ -192,7 +195,8 @@ def stack_trajectory(
         )
         if max_steps is not None and steps > max_steps:
             raise SnapshotError(
-                f"trajectory is longer than max_steps={max_steps} ({steps}{'+' if cut else ''} steps)"
+                f"trajectory is longer than max_steps={max_steps} "
+                f"({steps}{'+' if cut else ''} steps)"
             )
         raw = np.asarray(trajectory)
         if raw.dtype.kind not in "fiu":
@@ -210,7 +214,8 @@ def stack_trajectory(
         arr = arr[:, None, :]
     if arr.ndim != 3 or arr.shape[0] == 0 or arr.shape[1:] != (len(env_ids), size):
         raise SnapshotError(
-            f"trajectory has shape {arr.shape}; expected [T, {size}] for one env or [T, {len(env_ids)}, {size}]"
+            f"trajectory has shape {arr.shape}; expected [T, {size}] for one env "
+            f"or [T, {len(env_ids)}, {size}]"
         )
     if not np.all(np.isfinite(arr)):
         raise SnapshotError("trajectory contains NaN or infinite values")

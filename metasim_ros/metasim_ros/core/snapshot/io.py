@@ -1,6 +1,6 @@
 # Copyright 2026 metasim_ros developers
 # SPDX-License-Identifier: Apache-2.0
-"""Defensive HDF5 reading for snapshots: every failure becomes one ``SnapshotError`` naming the problem.
+"""Defensive HDF5 reading for snapshots: each failure is one ``SnapshotError`` naming the problem.
 
 Files come from other tools and other people, so shapes, dtypes and sizes are checked *before*
 any data is read, rows are read one at a time (a 10 GB trajectory costs one row), and
@@ -27,14 +27,14 @@ MAX_ROW_VALUES = 10_000_000
 MAX_TEXT_BYTES = 64 * 1024 * 1024
 
 
-class LayoutMismatch(MetasimError):
-    """A layout is present but cannot be applied to this model; the restore chain tries the next one."""
+class LayoutMismatchError(MetasimError):
+    """A layout is present but does not fit this model; the restore chain tries the next one."""
 
 
 def open_snapshot(path: str | os.PathLike[str], max_bytes: int | None = None) -> h5py.File:
-    """Open ``path`` read-only, turning missing, oversized, non-HDF5 and corrupt files into ``SnapshotError``.
+    """Open ``path`` read-only; a missing, oversized, non-HDF5 or corrupt file is a SnapshotError.
 
-    ``max_bytes``: largest file accepted (checked with ``os.stat`` before the file is opened); None: any.
+    ``max_bytes``: largest file accepted (checked with ``os.stat`` before opening); None: any.
     """
     p = Path(path)
     try:
@@ -115,7 +115,7 @@ def attr(obj: h5py.File | h5py.Group | h5py.Dataset, name: str, default: object 
     try:
         return obj.attrs.get(name, default)
     except (OSError, KeyError, TypeError, ValueError) as exc:
-        raise LayoutMismatch(f"attribute {name} of {obj.name} is unreadable: {exc}") from None
+        raise LayoutMismatchError(f"attribute {name} of {obj.name} is unreadable: {exc}") from None
 
 
 def attr_text(obj: h5py.File | h5py.Group | h5py.Dataset, name: str) -> str | None:
@@ -137,7 +137,7 @@ def attr_int(obj: h5py.File | h5py.Group | h5py.Dataset, name: str, default: int
         value = value[()]
     if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
         return int(value)
-    raise LayoutMismatch(f"attribute {name} of {obj.name} is {value!r}, expected an integer")
+    raise LayoutMismatchError(f"attribute {name} of {obj.name} is {value!r}, expected an integer")
 
 
 def subgroup(parent: h5py.Group, name: str) -> h5py.Group | None:
@@ -146,14 +146,14 @@ def subgroup(parent: h5py.Group, name: str) -> h5py.Group | None:
     if obj is None:
         return None
     if not isinstance(obj, h5py.Group):
-        raise LayoutMismatch(f"{obj.name} is not a group")
+        raise LayoutMismatchError(f"{obj.name} is not a group")
     return obj
 
 
 def resolve_index(index: int, count: int, what: str) -> int:
     """Map a Python-style (negative from the end) ``index`` onto ``range(count)`` or refuse it."""
     if count <= 0:
-        raise LayoutMismatch(f"{what} holds no states")
+        raise LayoutMismatchError(f"{what} holds no states")
     if not -count <= index < count:
         raise SnapshotError(f"index {index} out of range: {what} holds {count} state(s)")
     return index % count
@@ -165,17 +165,17 @@ def dataset(group: h5py.Group, name: str) -> h5py.Dataset | None:
     if obj is None:
         return None
     if not isinstance(obj, h5py.Dataset):
-        raise LayoutMismatch(f"{obj.name} is not a dataset")
+        raise LayoutMismatchError(f"{obj.name} is not a dataset")
     return obj
 
 
 def row_count(ds: h5py.Dataset, row_ndim: int) -> int:
-    """Number of states in ``ds``: 1 if it holds a single row of ``row_ndim`` dims, else its length."""
+    """Number of states in ``ds``: 1 if it is a single row of ``row_ndim`` dims, else its length."""
     if ds.ndim == row_ndim:
         return 1
     if ds.ndim == row_ndim + 1:
         return int(ds.shape[0])
-    raise LayoutMismatch(
+    raise LayoutMismatchError(
         f"{ds.name} has shape {ds.shape}, expected {row_ndim} or {row_ndim + 1} dimensions"
     )
 
@@ -184,21 +184,22 @@ def read_row(ds: h5py.Dataset, index: int, shape: tuple[int, ...] | None = None)
     """Read state ``index`` of ``ds`` as finite float64, checking dtype and shape before reading.
 
     ``ds`` holds either one row (``ndim == len(shape)``) or a stack of rows. ``shape`` None
-    accepts any 1-D row. Raises ``SnapshotError`` for a bad index, ``LayoutMismatch`` otherwise.
+    accepts any 1-D row. Raises ``SnapshotError`` for a bad index, ``LayoutMismatchError``
+    otherwise.
     """
     row_ndim = 1 if shape is None else len(shape)
     count = row_count(ds, row_ndim)
     row_shape = ds.shape if ds.ndim == row_ndim else ds.shape[1:]
     if shape is not None and tuple(row_shape) != tuple(shape):
-        raise LayoutMismatch(
+        raise LayoutMismatchError(
             f"{ds.name} rows have shape {tuple(row_shape)}, this model needs {tuple(shape)}"
         )
     if int(np.prod(row_shape, dtype=np.int64)) > MAX_ROW_VALUES:
-        raise LayoutMismatch(
+        raise LayoutMismatchError(
             f"{ds.name} declares rows of {row_shape} values, larger than any model"
         )
     if ds.dtype.kind not in "fiu":
-        raise LayoutMismatch(f"{ds.name} has dtype {ds.dtype}, expected numbers")
+        raise LayoutMismatchError(f"{ds.name} has dtype {ds.dtype}, expected numbers")
     i = resolve_index(index, count, ds.name)
     try:
         data = ds[()] if ds.ndim == row_ndim else ds[i]
@@ -206,7 +207,7 @@ def read_row(ds: h5py.Dataset, index: int, shape: tuple[int, ...] | None = None)
         raise SnapshotError(f"corrupt data in {ds.name}: {exc}") from None
     out = np.asarray(data, dtype=np.float64)
     if not np.all(np.isfinite(out)):
-        raise LayoutMismatch(f"{ds.name} state {i} contains NaN or infinite values")
+        raise LayoutMismatchError(f"{ds.name} state {i} contains NaN or infinite values")
     return out
 
 
@@ -220,9 +221,9 @@ def read_text(obj: h5py.Dataset | h5py.AttributeManager, name: str | None = None
             size = obj.get_id(name).get_storage_size()
             value = obj[name] if size <= MAX_TEXT_BYTES else None
     except (OSError, KeyError) as exc:
-        raise LayoutMismatch(f"cannot read text {name or obj.name}: {exc}") from None
+        raise LayoutMismatchError(f"cannot read text {name or obj.name}: {exc}") from None
     if value is None:
-        raise LayoutMismatch(
+        raise LayoutMismatchError(
             f"text {name or obj.name} is {size} bytes, larger than {MAX_TEXT_BYTES}"
         )
     if isinstance(value, np.ndarray) and value.shape == ():
@@ -231,13 +232,13 @@ def read_text(obj: h5py.Dataset | h5py.AttributeManager, name: str | None = None
         return value.decode("utf-8", errors="replace")
     if isinstance(value, str):
         return value
-    raise LayoutMismatch(f"{name or obj.name} is not text")
+    raise LayoutMismatchError(f"{name or obj.name} is not text")
 
 
 def read_names(ds: h5py.Dataset) -> list[str]:
     """Read a 1-D string dataset (names of joints, bodies, ...)."""
     if ds.ndim != 1 or ds.dtype.kind not in "OSU" or ds.shape[0] > MAX_ROW_VALUES:
-        raise LayoutMismatch(f"{ds.name} is not a list of names")
+        raise LayoutMismatchError(f"{ds.name} is not a list of names")
     return [v.decode() if isinstance(v, bytes) else str(v) for v in ds[()]]
 
 

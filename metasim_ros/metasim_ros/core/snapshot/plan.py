@@ -1,6 +1,6 @@
 # Copyright 2026 metasim_ros developers
 # SPDX-License-Identifier: Apache-2.0
-"""What a restore strategy hands the restore chain: how to apply a state, and what to verify it against.
+"""What a restore strategy hands the restore chain: how to apply a state, what to verify it against.
 
 Every strategy expresses "what the file says" in the *current* model's joint and body ids, so one
 verification routine checks all of them the same way, against MuJoCo's own numbers after
@@ -55,7 +55,8 @@ class Plan:
     strategy: str
     count: int  # states this layout holds (trajectory length, 1 for a single state)
     index: int  # the state chosen, in range(count)
-    apply: Callable[[], None]  # writes the state into the handler's env (may raise LayoutMismatch)
+    # writes the state into the handler's env (may raise LayoutMismatchError)
+    apply: Callable[[], None]
     expected: Expected
     warnings: list[str] = dataclasses.field(default_factory=list)
 
@@ -69,4 +70,7 @@ class Strategy(Protocol):
         """Counts and facts about this layout in ``f`` (no model needed), None if absent."""
 
     def plan(self, f: h5py.File, handler: Simulation, index: int, env_id: int) -> Plan | None:
-        """A ready-to-apply Plan, None if the layout is absent; LayoutMismatch if it does not fit."""
+        """A ready-to-apply Plan, or None if the layout is absent.
+
+        Raises ``LayoutMismatchError`` if the layout is present but does not fit.
+        """

@@ -1,6 +1,6 @@
 # Copyright 2026 metasim_ros developers
 # SPDX-License-Identifier: Apache-2.0
-"""The restore chain: try each layout in order, apply the first that fits, verify it, or change nothing.
+"""The restore chain: try each layout in turn, apply and verify the first that fits, else no change.
 
 Everything runs inside the handler's rollback scope (``Simulation.transaction``): a rejected or
 failed load leaves the simulation bitwise unchanged — derived quantities (poses, contacts) and
@@ -17,7 +17,7 @@ import mujoco
 import numpy as np
 
 from metasim_ros.core.errors import SnapshotError
-from metasim_ros.core.snapshot.io import LayoutMismatch
+from metasim_ros.core.snapshot.io import LayoutMismatchError
 from metasim_ros.core.snapshot.plan import Expected, Plan
 from metasim_ros.core.snapshot.simulation import Simulation
 from metasim_ros.core.snapshot.strategies import STRATEGIES
@@ -26,7 +26,8 @@ from metasim_ros.core.snapshot.strategies import STRATEGIES
 DEFAULT_TOLERANCE = 1e-6
 #: Default limit on the number of states (trajectory length) of a file loaded or saved.
 DEFAULT_MAX_STEPS = 100_000
-#: A restored qpos/qvel beyond this is refused: mj_step would reset the simulation (MuJoCo's mjMAXVAL).
+#: A restored qpos/qvel beyond this is refused: mj_step would reset the simulation
+#: (MuJoCo's mjMAXVAL).
 _MAX_VALUE = float(mujoco.mjMAXVAL)
 
 
@@ -69,7 +70,8 @@ class RestoreReport:
             else "REJECTED (verification exceeded tolerance; simulation unchanged)"
         )
         lines = [
-            f"{head}: {self.path} state {self.index} of {self.count} -> env {self.env_id} via '{self.strategy}'",
+            f"{head}: {self.path} state {self.index} of {self.count} -> env {self.env_id} "
+            f"via '{self.strategy}'",
             f"  bitwise exact: {self.exact}; max error qpos {fmt(self.max_qpos_error)}, "
             f"qvel {fmt(self.max_qvel_error)}, body pos {fmt(self.max_body_pos_error)} m, "
             f"body rot {fmt(self.max_body_rot_error)} rad, body vel {fmt(self.max_body_vel_error)} "
@@ -106,11 +108,12 @@ def restore_from_file(
                     continue
                 if max_steps is not None and plan.count > max_steps:
                     raise SnapshotError(
-                        f"{f.filename} ({strategy.name}) holds {plan.count} states, more than max_steps={max_steps}"
+                        f"{f.filename} ({strategy.name}) holds {plan.count} states, "
+                        f"more than max_steps={max_steps}"
                     )
                 plan.apply()
                 _check_magnitude(handler.synced_data(env_id))
-            except LayoutMismatch as exc:
+            except LayoutMismatchError as exc:
                 tx.rollback()
                 tried.append(f"{strategy.name}: {exc}")
                 continue
@@ -135,7 +138,7 @@ def _check_magnitude(data: mujoco.MjData) -> None:
     for name in ("qpos", "qvel"):
         values = getattr(data, name)
         if not (np.abs(values) <= _MAX_VALUE).all():
-            raise LayoutMismatch(
+            raise LayoutMismatchError(
                 f"restored {name} holds values beyond {_MAX_VALUE:g} (MuJoCo's mjMAXVAL)"
             )
 

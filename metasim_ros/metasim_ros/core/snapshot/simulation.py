@@ -28,31 +28,41 @@ class Simulation(Protocol):
     robots: list[ModelInfo]
 
     @property
-    def model(self) -> mujoco.MjModel: ...
+    def model(self) -> mujoco.MjModel:
+        """The compiled model every environment shares."""
 
     @property
-    def num_envs(self) -> int: ...
+    def num_envs(self) -> int:
+        """Number of environments a snapshot may address."""
 
     @property
-    def target_joint_names(self) -> list[str]: ...
+    def target_joint_names(self) -> list[str]:
+        """Robot joints with dof_pos/vel targets, in the order PhysicsState holds them."""
 
-    def synced_data(self, env_id: int) -> mujoco.MjData: ...
+    def synced_data(self, env_id: int) -> mujoco.MjData:
+        """One env's MjData with derived quantities up to date, for reading."""
 
-    def editing(self, env_id: int) -> AbstractContextManager[mujoco.MjData]: ...
+    def editing(self, env_id: int) -> AbstractContextManager[mujoco.MjData]:
+        """One env's MjData to write directly; it is re-synced on the next read."""
 
-    def capture(self, env_id: int) -> PhysicsState: ...
+    def capture(self, env_id: int) -> PhysicsState:
+        """A copy of one env's integration state and joint targets."""
 
-    def restore(self, env_id: int, state: PhysicsState) -> None: ...
+    def restore(self, env_id: int, state: PhysicsState) -> None:
+        """Put a captured state back; the env then continues bit-identically."""
 
     def transaction(
         self, env_ids: Sequence[int] | None = None
-    ) -> AbstractContextManager[Transaction]: ...
+    ) -> AbstractContextManager[Transaction]:
+        """Rollback scope: an exception or ``rollback()`` puts the envs back bitwise."""
 
     def get_states(
         self, env_ids: Sequence[int] | None = None, *, render: bool = True
-    ) -> list[State]: ...
+    ) -> list[State]:
+        """One MetaSim State per environment; render=False leaves out images."""
 
-    def set_states(self, states: Sequence[Any], env_ids: Sequence[int] | None = None) -> None: ...
+    def set_states(self, states: Sequence[Any], env_ids: Sequence[int] | None = None) -> None:
+        """Apply partial States, all validated first (StateValidationError, nothing changed)."""
 
 
 __all__ = ["PhysicsState", "Simulation"]

@@ -23,6 +23,7 @@ _MJ_TO_BODY = np.array([[0.0, -1.0, 0.0], [0.0, 0.0, 1.0], [-1.0, 0.0, 0.0]])
 
 
 def mat_to_quat(mat: np.ndarray) -> np.ndarray:
+    """wxyz unit quaternion of a 3x3 rotation matrix (MuJoCo's mju_mat2Quat)."""
     q = np.empty(4)
     mujoco.mju_mat2Quat(q, np.ascontiguousarray(mat, dtype=np.float64).ravel())
     return q
@@ -44,6 +45,7 @@ def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def quat_conj(q: np.ndarray) -> np.ndarray:
+    """Conjugates of [..., 4] wxyz quaternions: the inverse rotation for unit ones."""
     return q * np.array([1.0, -1.0, -1.0, -1.0])
 
 
@@ -56,6 +58,8 @@ def rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Frame:
+    """A fixed transform: pose of frame ``child`` in frame ``parent`` (TF names)."""
+
     parent: str
     child: str
     pos: np.ndarray

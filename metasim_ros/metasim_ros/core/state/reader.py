@@ -70,6 +70,7 @@ class Gather:
         self._idx = np.concatenate(parts).astype(np.intp) if parts else np.zeros(0, dtype=np.intp)
 
     def take(self) -> np.ndarray:
+        """The wanted values as they are now in MjData, read by one numpy take."""
         return self._flat.take(self._idx)
 
 
@@ -173,10 +174,12 @@ class BodyMap(MutableMapping):
         except TypeError:  # unhashable: not a key (a dict would raise)
             return False
 
-    def items(self):  # the dict's own views: C-speed iteration
+    def items(self):
+        """The underlying dict's own view (built on first read), iterated at C speed."""
         return (self._entries if self._entries is not None else self._materialise()).items()
 
     def values(self):
+        """The underlying dict's own view (built on first read), iterated at C speed."""
         return (self._entries if self._entries is not None else self._materialise()).values()
 
     def copy(self) -> BodyMap:

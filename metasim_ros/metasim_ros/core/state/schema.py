@@ -52,6 +52,7 @@ _NOT_NUMBERS = (str, bytes, bytearray, memoryview, Mapping)
 
 
 def as_mapping(value: Any, key: str) -> Mapping:
+    """``value`` if it is a mapping, else a StateValidationError naming ``key``."""
     if not isinstance(value, Mapping):
         raise StateValidationError(key, f"expected a mapping, got {type(value).__name__}")
     return value

@@ -54,22 +54,24 @@ class Plan:
     qvel: np.ndarray | None = None
     pos_target: dict[int, float] = field(default_factory=dict)
     vel_target: dict[int, float] = field(default_factory=dict)
-    checks: list[tuple[str, str, int, np.ndarray]] = field(
-        default_factory=list
-    )  # key, quantity, body row, value
+    # key, quantity, body row, value
+    checks: list[tuple[str, str, int, np.ndarray]] = field(default_factory=list)
 
     def new_qpos(self) -> np.ndarray:
+        """The qpos to write, copied from MjData on first use so edits accumulate."""
         if self.qpos is None:
             self.qpos = self.data.qpos.copy()
         return self.qpos
 
     def new_qvel(self) -> np.ndarray:
+        """The qvel to write, copied from MjData on first use so edits accumulate."""
         if self.qvel is None:
             self.qvel = self.data.qvel.copy()
         return self.qvel
 
     @property
     def writes(self) -> bool:
+        """Whether applying the plan changes anything (qpos, qvel or targets)."""
         return (
             self.qpos is not None
             or self.qvel is not None
@@ -113,6 +115,7 @@ class StateWriter:
 
     # -- validation ----------------------------------------------------------------
     def plan_state(self, env: int, data: mujoco.MjData, state: Any) -> Plan:
+        """Validate one env's (partial) State into a Plan; nothing is written yet."""
         plan = Plan(env, data)
         state = as_mapping(state, "")
         for section, entries in state.items():
@@ -129,7 +132,11 @@ class StateWriter:
         return plan
 
     def plan_action(self, env: int, data: mujoco.MjData, action: Any) -> Plan:
-        """Targets only: {robot: {dof_pos_target: {...}, dof_vel_target: {...}}} or {"robots": {...}}."""
+        """Validate one env's action (robot joint targets only) into a Plan.
+
+        Spelled ``{robot: {dof_pos_target: {...}, dof_vel_target: {...}}}`` or
+        ``{"robots": {...}}``.
+        """
         plan = Plan(env, data)
         action = as_mapping(action, "")
         prefix = ""

@@ -29,7 +29,7 @@ import numpy as np
 
 from metasim_ros.core.joint_kinds import ONE_DOF_TYPES, dof_slice, kind_of, qpos_slice
 from metasim_ros.core.snapshot.io import (
-    LayoutMismatch,
+    LayoutMismatchError,
     dataset,
     read_row,
     read_text,
@@ -107,7 +107,7 @@ def _same_count(datasets: Iterable[h5py.Dataset]) -> int:
     """Number of states held by 1-D-row datasets that must agree on it."""
     counts = {row_count(ds, 1) for ds in datasets}
     if len(counts) != 1:
-        raise LayoutMismatch(f"datasets disagree on the number of states: {sorted(counts)}")
+        raise LayoutMismatchError(f"datasets disagree on the number of states: {sorted(counts)}")
     return counts.pop()
 
 
@@ -117,19 +117,21 @@ class InitialStateDataStrategy:
     name = "initial_state_data"
 
     def describe(self, f: h5py.File) -> dict[str, Any] | None:
+        """Shapes of the datasets in ``initial_state_data``, None without that group."""
         g = f.get("initial_state_data")
         if not isinstance(g, h5py.Group):
             return None
         return {k: list(v.shape) for k, v in g.items() if isinstance(v, h5py.Dataset)}
 
     def plan(self, f: h5py.File, handler: Simulation, index: int, env_id: int) -> Plan | None:
+        """Joints set by position from qpos/qvel; body_pos/body_rot, if given, are verified."""
         g = f.get("initial_state_data")
         if not isinstance(g, h5py.Group):
             return None
         model = handler.model
         qpos_ds, qvel_ds = dataset(g, "qpos"), dataset(g, "qvel")
         if qpos_ds is None:
-            raise LayoutMismatch("initial_state_data has no qpos")
+            raise LayoutMismatchError("initial_state_data has no qpos")
         count = _same_count([d for d in (qpos_ds, qvel_ds) if d is not None])
         qpos = read_row(qpos_ds, index, (model.nq,))
         qvel = None if qvel_ds is None else read_row(qvel_ds, index, (model.nv,))
@@ -145,11 +147,11 @@ class InitialStateDataStrategy:
                 continue
             nb = ds.shape[-2] if ds.ndim >= 2 else -1
             if nb not in (model.nbody, model.nbody - 1):
-                raise LayoutMismatch(
+                raise LayoutMismatchError(
                     f"{ds.name} has shape {ds.shape}; this model has {model.nbody} bodies"
                 )
             if row_count(ds, 2) != count:
-                raise LayoutMismatch(
+                raise LayoutMismatchError(
                     f"{ds.name} holds {row_count(ds, 2)} states, qpos holds {count}"
                 )
             rows = read_row(ds, index, (nb, width))
@@ -176,10 +178,12 @@ class PerObjectStrategy:
     name = "per_object"
 
     def describe(self, f: h5py.File) -> dict[str, Any] | None:
+        """Names of the per-object datasets found, None if there are none."""
         names = sorted(k for k in _per_object_datasets(f) if _PER_OBJECT.match(k))
         return {"datasets": names} if names else None
 
     def plan(self, f: h5py.File, handler: Simulation, index: int, env_id: int) -> Plan | None:
+        """Joint values of each model or robot the file names; the others stay unchanged."""
         found = _per_object_datasets(f)
         matches = {k: m for k in found if (m := _PER_OBJECT.match(k))}
         if not matches:
@@ -218,7 +222,7 @@ class PerObjectStrategy:
             assignments.update(_split(model, joints, qpos, qvel, key))
             restored.add(info.name)
         if not assignments:
-            raise LayoutMismatch("; ".join(warnings))
+            raise LayoutMismatchError("; ".join(warnings))
         untouched = sorted(
             n for n, i in infos.items() if (i.free or i.joint_ids) and n not in restored
         )
@@ -242,8 +246,9 @@ def _check_widths(
     for part in parts:
         for which, ds in enumerate(part):
             if ds is not None and _width(ds) > need[which]:
-                raise LayoutMismatch(
-                    f"{ds.name} rows hold {_width(ds)} values; its joints in this scene need {need[which]}"
+                raise LayoutMismatchError(
+                    f"{ds.name} rows hold {_width(ds)} values; "
+                    f"its joints in this scene need {need[which]}"
                 )
 
 
@@ -254,11 +259,11 @@ def _split(
     q_widths = [kind_of(model, j).qpos_width for j in joints]
     v_widths = [kind_of(model, j).dof_width for j in joints]
     if len(qpos) != sum(q_widths):
-        raise LayoutMismatch(
+        raise LayoutMismatchError(
             f"'{key}' holds {len(qpos)} positions; its joints in this scene need {sum(q_widths)}"
         )
     if qvel is not None and len(qvel) != sum(v_widths):
-        raise LayoutMismatch(
+        raise LayoutMismatchError(
             f"'{key}' velocities hold {len(qvel)} values; its joints need {sum(v_widths)}"
         )
     q_off, v_off = np.cumsum([0, *q_widths]), np.cumsum([0, *v_widths])
@@ -284,11 +289,15 @@ def _first_demo(f: h5py.File) -> h5py.Group | None:
 
 
 class FlattenedStrategy:
-    """Strategy 5: ``[time, qpos, qvel]`` vectors (``initial_state`` or robomimic ``data/<demo>/states``)."""
+    """Strategy 5: ``[time, qpos, qvel]`` vectors.
+
+    Read from ``initial_state`` or robomimic's ``data/<demo>/states``.
+    """
 
     name = "flattened"
 
     def describe(self, f: h5py.File) -> dict[str, Any] | None:
+        """The dataset used and its shape (robomimic: demo count, model_file), None if absent."""
         ds = f.get("initial_state")
         if isinstance(ds, h5py.Dataset):
             return {"dataset": ds.name, "shape": list(ds.shape)}
@@ -303,6 +312,7 @@ class FlattenedStrategy:
         }
 
     def plan(self, f: h5py.File, handler: Simulation, index: int, env_id: int) -> Plan | None:
+        """Split a ``[time, qpos, qvel]`` row; joints matched by name when model_file compiles."""
         ds, demo = dataset(f, "initial_state"), None
         if ds is None:
             demo = _first_demo(f)
@@ -315,9 +325,10 @@ class FlattenedStrategy:
         if demo is not None and "model_file" in demo.attrs:
             try:
                 source = mujoco.MjModel.from_xml_string(read_text(demo.attrs, "model_file"))
-            except (ValueError, LayoutMismatch) as exc:
+            except (ValueError, LayoutMismatchError) as exc:
                 warnings.append(
-                    f"model_file does not compile here ({str(exc).splitlines()[0]}); matched by position"
+                    f"model_file does not compile here ({str(exc).splitlines()[0]}); "
+                    "matched by position"
                 )
         row = read_row(ds, index, (1 + source.nq + source.nv,))
         qpos, qvel = row[1 : 1 + source.nq], row[1 + source.nq :]
@@ -346,7 +357,7 @@ def _by_name(
             continue
         out[mine] = value
     if not out:
-        raise LayoutMismatch("no joint of the file's model_file is in this scene")
+        raise LayoutMismatchError("no joint of the file's model_file is in this scene")
     if skipped:
         warnings.append(f"joints {skipped} of model_file are not in this scene; skipped")
     missing = sorted(

@@ -25,7 +25,7 @@ from metasim_ros.core.snapshot.format import (
     model_signature,
 )
 from metasim_ros.core.snapshot.io import (
-    LayoutMismatch,
+    LayoutMismatchError,
     attr_int,
     attr_text,
     dataset,
@@ -46,7 +46,7 @@ def _own_root(f: h5py.File) -> bool:
         return False
     version = attr_int(f, "version", 0)
     if version > FORMAT_VERSION:
-        raise LayoutMismatch(
+        raise LayoutMismatchError(
             f"format version {version} is newer than this reader ({FORMAT_VERSION})"
         )
     return True
@@ -62,14 +62,14 @@ def env_group(f: h5py.File, env_id: int) -> h5py.Group | None:
         return subgroup(envs, f"env_{env_id}")
     if len(names) == 1:
         return subgroup(envs, names[0])
-    raise LayoutMismatch(f"file holds envs {sorted(names)} but not env_{env_id}")
+    raise LayoutMismatchError(f"file holds envs {sorted(names)} but not env_{env_id}")
 
 
 def _signature_diff(f: h5py.File, sig: dict[str, Any]) -> str:
     """Name what differs between the file's model and this one."""
     try:
         theirs = json.loads(read_text(subgroup(f, "model").attrs, "signature"))
-    except (AttributeError, KeyError, ValueError, RecursionError, LayoutMismatch):
+    except (AttributeError, KeyError, ValueError, RecursionError, LayoutMismatchError):
         return "file has no readable model signature"
     if not isinstance(theirs, dict):
         return "file has no readable model signature"
@@ -91,6 +91,7 @@ class IntegrationStateStrategy:
     name = "integration_state"
 
     def describe(self, f: h5py.File) -> dict[str, Any] | None:
+        """Env count and the own format's root attributes, None for other files."""
         if not _own_root(f):
             return None
         envs = f.get("envs")
@@ -111,6 +112,7 @@ class IntegrationStateStrategy:
         }
 
     def plan(self, f: h5py.File, handler: Simulation, index: int, env_id: int) -> Plan | None:
+        """mj_setState of the saved vector (plus robot targets); needs the same model signature."""
         if not _own_root(f):
             return None
         eg = env_group(f, env_id)
@@ -120,9 +122,9 @@ class IntegrationStateStrategy:
         model = handler.model
         sig = model_signature(model)
         if attr_text(f, "signature_hash") != sig["hash"]:
-            raise LayoutMismatch(_signature_diff(f, sig))
+            raise LayoutMismatchError(_signature_diff(f, sig))
         if attr_int(f, "state_spec", -1) != INTEGRATION_STATE:
-            raise LayoutMismatch(
+            raise LayoutMismatchError(
                 f"state spec {f.attrs.get('state_spec')} is not mjSTATE_INTEGRATION"
             )
         row = read_row(ds, index, (sig["state_size"],))
@@ -147,7 +149,8 @@ class IntegrationStateStrategy:
         }
         if attr_text(f, "mujoco_version") != mujoco.__version__:
             warnings.append(
-                f"written by MuJoCo {_plain(f.attrs.get('mujoco_version'))}, running {mujoco.__version__}"
+                f"written by MuJoCo {_plain(f.attrs.get('mujoco_version'))}, "
+                f"running {mujoco.__version__}"
             )
 
         def apply() -> None:
@@ -168,6 +171,7 @@ class MetaSimTreeStrategy:
     name = "metasim_tree"
 
     def describe(self, f: h5py.File) -> dict[str, Any] | None:
+        """Number of env trees and the models in the first, None if no env holds a tree."""
         envs = f.get("envs")
         if not isinstance(envs, h5py.Group):
             return None
@@ -188,6 +192,7 @@ class MetaSimTreeStrategy:
         return {"envs": len(trees), "models": models}
 
     def plan(self, f: h5py.File, handler: Simulation, index: int, env_id: int) -> Plan | None:
+        """The env's tree, trimmed to this scene's models and joints, applied by set_states."""
         eg = env_group(f, env_id)
         tree = None if eg is None else subgroup(eg, "state")
         if tree is None:
@@ -210,7 +215,7 @@ def set_states_or_mismatch(handler: Simulation, state: dict[str, Any], env_id: i
     try:
         handler.set_states([state], env_ids=[env_id])
     except StateValidationError as exc:
-        raise LayoutMismatch(f"set_states refused the file's state: {exc}") from None
+        raise LayoutMismatchError(f"set_states refused the file's state: {exc}") from None
 
 
 def read_tree(group: h5py.Group, index: int) -> dict[str, Any]:
@@ -227,16 +232,18 @@ def read_tree(group: h5py.Group, index: int) -> dict[str, Any]:
         for key in path[:-1]:
             node = node.setdefault(decode_key(key), {})
             if not isinstance(node, dict):
-                raise LayoutMismatch(f"{ds.name}: '{decode_key(key)}' is both a value and a group")
+                raise LayoutMismatchError(
+                    f"{ds.name}: '{decode_key(key)}' is both a value and a group"
+                )
         row_shape = tuple(ds.shape[1:])
         if int(np.prod(row_shape, dtype=np.int64)) > MAX_TREE_LEAF_VALUES:
-            raise LayoutMismatch(
+            raise LayoutMismatchError(
                 f"{ds.name} rows have shape {row_shape}, more than any state value"
             )
         value = read_row(ds, index, row_shape)
         leaf = decode_key(path[-1])
         if leaf in node:
-            raise LayoutMismatch(f"{ds.name}: '{leaf}' is given twice")
+            raise LayoutMismatchError(f"{ds.name}: '{leaf}' is given twice")
         node[leaf] = value if value.ndim else float(value)
     _check_tree(out, group.name)
     return out
@@ -247,22 +254,22 @@ def _check_tree(tree: dict[str, Any], where: str) -> None:
     for kind in ("objects", "robots"):
         models = tree.get(kind, {})
         if not isinstance(models, dict):
-            raise LayoutMismatch(f"{where}/{kind} is not a group of models")
+            raise LayoutMismatchError(f"{where}/{kind} is not a group of models")
         for name, mstate in models.items():
             if not isinstance(mstate, dict):
-                raise LayoutMismatch(f"{where}/{kind}/{name} is not a group")
+                raise LayoutMismatchError(f"{where}/{kind}/{name} is not a group")
             for key in ("dof_pos", "dof_vel", "dof_pos_target", "dof_vel_target", "body"):
                 if not isinstance(mstate.get(key, {}), dict):
-                    raise LayoutMismatch(f"{where}/{kind}/{name}/{key} is not a group")
+                    raise LayoutMismatchError(f"{where}/{kind}/{name}/{key} is not a group")
             for bname, b in mstate.get("body", {}).items():
                 if not isinstance(b, dict):
-                    raise LayoutMismatch(f"{where}/{kind}/{name}/body/{bname} is not a group")
+                    raise LayoutMismatchError(f"{where}/{kind}/{name}/body/{bname} is not a group")
 
 
 def _tree_count(group: h5py.Group) -> int:
     counts = {int(ds.shape[0]) for _, ds in walk_datasets(group) if ds.ndim >= 1}
     if len(counts) != 1:
-        raise LayoutMismatch(
+        raise LayoutMismatchError(
             f"state tree {group.name} leaves disagree on the number of states: {sorted(counts)}"
         )
     return counts.pop()
@@ -271,7 +278,7 @@ def _tree_count(group: h5py.Group) -> int:
 def _fit_request(
     handler: Simulation, file_state: Mapping[str, Any]
 ) -> tuple[dict[str, Any], list[str]]:
-    """Keep what this scene can take (known models and joints), report what is dropped or untouched."""
+    """Keep what this scene can take (known models and joints); report what is dropped or left."""
     infos = {m.name: m for m in handler.models}
     request: dict[str, Any] = {"objects": {}, "robots": {}}
     warnings: list[str] = []
@@ -299,7 +306,7 @@ def _fit_request(
             request["robots" if info.kind == "robot" else "objects"][name] = req
     missing = sorted(set(infos) - seen)
     if not seen:
-        raise LayoutMismatch("no model of the file's state tree is in this scene")
+        raise LayoutMismatchError("no model of the file's state tree is in this scene")
     if missing:
         warnings.append(f"models {missing} are not in the file; left unchanged")
     return request, warnings
@@ -338,7 +345,7 @@ def _expect_bodies(model: mujoco.MjModel, file_state: Mapping[str, Any], exp: Ex
 def _vector(value: Any, n: int, what: str) -> np.ndarray:
     arr = np.asarray(value, dtype=np.float64)
     if arr.shape != (n,):
-        raise LayoutMismatch(f"{what} has shape {arr.shape}, expected ({n},)")
+        raise LayoutMismatchError(f"{what} has shape {arr.shape}, expected ({n},)")
     return arr
 
 
