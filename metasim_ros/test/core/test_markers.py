@@ -158,9 +158,12 @@ def test_height_field_triangles_follow_mujocos_surface():
     nrow, ncol = m.hfield_nrow[hf], m.hfield_ncol[hf]
     rim = 2 * (nrow - 1) + 2 * (ncol - 1)
     assert len(v.triangles) == 3 * (2 * (nrow - 1) * (ncol - 1) + 2 * rim + 2)
-    assert np.einsum(
-        "ij,ij->i", v.triangles[0::3], np.cross(v.triangles[1::3], v.triangles[2::3])
-    ).sum() > 0
+    assert (
+        np.einsum(
+            "ij,ij->i", v.triangles[0::3], np.cross(v.triangles[1::3], v.triangles[2::3])
+        ).sum()
+        > 0
+    )
 
 
 def test_groups_choose_what_is_shown():

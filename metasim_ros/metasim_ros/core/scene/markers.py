@@ -64,9 +64,7 @@ def geom_rgba(model: mujoco.MjModel, geom: int) -> np.ndarray:
     return rgba.astype(np.float32)
 
 
-def geom_visuals(
-    model: mujoco.MjModel, groups: Iterable[int] = VISIBLE_GROUPS
-) -> list[GeomVisual]:
+def geom_visuals(model: mujoco.MjModel, groups: Iterable[int] = VISIBLE_GROUPS) -> list[GeomVisual]:
     """Every geom of the given groups that can be drawn, in geom order."""
     shown = set(groups)
     bodies = names(model, mujoco.mjtObj.mjOBJ_BODY, model.nbody)
@@ -123,8 +121,9 @@ def _shape(model: mujoco.MjModel, g: int) -> tuple[str, np.ndarray, np.ndarray |
 def mesh_triangles(model: mujoco.MjModel, mesh: int) -> np.ndarray:
     """The mesh's own faces as a triangle list, in the geom frame (MuJoCo has already
     moved the vertices there)."""
-    vert = model.mesh_vert[model.mesh_vertadr[mesh] : model.mesh_vertadr[mesh] + model.mesh_vertnum[mesh]]
-    face = model.mesh_face[model.mesh_faceadr[mesh] : model.mesh_faceadr[mesh] + model.mesh_facenum[mesh]]
+    v0, f0 = model.mesh_vertadr[mesh], model.mesh_faceadr[mesh]
+    vert = model.mesh_vert[v0 : v0 + model.mesh_vertnum[mesh]]
+    face = model.mesh_face[f0 : f0 + model.mesh_facenum[mesh]]
     return vert[face.reshape(-1)].astype(np.float64)
 
 
