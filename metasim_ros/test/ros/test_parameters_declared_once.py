@@ -44,7 +44,7 @@ def test_the_table_is_the_dataclass():
     defaults = decl.SimParameters()
     for p, f in zip(decl.PARAMS, fields(decl.SimParameters)):
         assert getattr(defaults, p.name) == p.default
-        assert f.type == ("list[str]" if p.kind is list else p.kind.__name__), p.name
+        assert f.type == (f"list[{p.item.__name__}]" if p.kind is list else p.kind.__name__), p.name
     assert decl.DYNAMIC == {p.name for p in decl.PARAMS if p.dynamic}
     assert {"real_time_factor", "paused", "clock_rate", "step_limit"} <= decl.DYNAMIC
     assert {"scene", "num_envs", "camera_width", "snapshot_dir"}.isdisjoint(decl.DYNAMIC)

@@ -29,7 +29,12 @@ import numpy as np
 
 from metasim_ros.core.joint_kinds import BALL, FREE, HINGE, SLIDE
 from metasim_ros.core.scene.loading import ModelInfo, names
-from metasim_ros.core.scene.markers import INFINITE_PLANE_HALF_SIZE, PLANE_THICKNESS, VISIBLE_GROUPS
+from metasim_ros.core.scene.markers import (
+    INFINITE_PLANE_HALF_SIZE,
+    PLANE_THICKNESS,
+    VISIBLE_GROUPS,
+    geom_rgba,
+)
 from metasim_ros.core.state.frames import quat_mul, rotate
 
 _G = mujoco.mjtGeom
@@ -63,6 +68,22 @@ def mesh_files(scene_path: str | None) -> dict[int, str]:
         for i, m in enumerate(spec.meshes)
         if m.file
     }
+
+
+def robot_description(
+    model: mujoco.MjModel,
+    robots: Sequence[ModelInfo],
+    scene_path: str | None,
+    groups: Iterable[int] = VISIBLE_GROUPS,
+) -> str | None:
+    """What robot_description carries: the scene file's own text when it is a URDF, else
+    the URDF generated for `robots`; None when there is no robot."""
+    original = original_urdf(scene_path)
+    if original is not None:
+        return original
+    if not robots:
+        return None
+    return robot_urdf(model, robots, groups=groups, meshes=mesh_files(scene_path))
 
 
 def robot_urdf(
@@ -222,6 +243,11 @@ class _Writer:
             el = ET.SubElement(link, tag, name=name if i == 0 else f"{name}_{i}")
             p.origin(el)
             ET.SubElement(ET.SubElement(el, "geometry"), shape, **attrs)
+            if tag == "visual":  # the colour MuJoCo (and ~/scene_markers) draws it with
+                material = ET.SubElement(
+                    el, "material", name=f"{link.get('name')}/{el.get('name')}"
+                )
+                ET.SubElement(material, "color", rgba=_vec(geom_rgba(m, g)))
 
     # -- joints ------------------------------------------------------------------------
     def attach_root(self, info: ModelInfo) -> None:
