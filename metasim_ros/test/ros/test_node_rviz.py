@@ -302,8 +302,13 @@ def set_param(client, name: str, value: ParameterValue):
 
 
 def test_marker_parameters_change_what_is_latched(start_node, client):
-    start_node({"scene": SCENES["all_geoms"], "paused": True}).wait_serving(client)
-    hidden = mujoco.MjModel.from_xml_path(SCENES["all_geoms"]).geom("hidden").id
+    start_node(
+        {"scene": SCENES["all_geoms"], "paused": True, "marker_groups": "[1, 2]"}
+    ).wait_serving(client)
+    model = mujoco.MjModel.from_xml_path(SCENES["all_geoms"])
+    first = client.wait_for_message(MarkerArray, "/sim_node/scene_markers", qos=LATCHED)
+    assert sorted(geom_markers(first)) == sorted(model.geom(n).id for n in ("wedge", "tetra"))
+    hidden = model.geom("hidden").id
     only = ParameterValue(type=ParameterType.PARAMETER_INTEGER_ARRAY, integer_array_value=[3])
     assert set_param(client, "marker_groups", only).successful
     msg = client.wait_for_message(

@@ -212,3 +212,10 @@ def test_startup_int_for_float_and_snapshot_dir(ros_context):
         )
     finally:
         node.destroy_node()
+
+
+def test_integer_list_parameters_check_each_item():
+    assert _accepted("marker_groups", [0, 5]) and _accepted("marker_groups", [])
+    assert "each in [0, 5]" in _refusal("marker_groups", [1, 6])
+    assert "integers" in _refusal("marker_groups", ["1"])
+    assert "integers" in _refusal("marker_groups", [True])
