@@ -100,7 +100,8 @@ class SimNode(Node):
         self.get_logger().info(
             f"simulating {scene} ({models}), {h.num_envs} env(s), {state}; publishing "
             f"/clock, {self.resolve_topic_name('joint_states')}, "
-            f"{self.resolve_topic_name('~/world_state')}, /tf, cameras under "
+            f"{self.resolve_topic_name('~/world_state')}, /tf, "
+            f"{self.resolve_topic_name('~/scene_markers')}, cameras under "
             f"{self.get_fully_qualified_name()}/<camera>/ on "
             f"ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID', '0')}; "
             f"{parameters.startup_summary(p)}"

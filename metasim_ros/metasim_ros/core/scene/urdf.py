@@ -35,7 +35,6 @@ from metasim_ros.core.scene.markers import (
     VISIBLE_GROUPS,
     geom_rgba,
 )
-from metasim_ros.core.state.frames import quat_mul, rotate
 
 _G = mujoco.mjtGeom
 _IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])
@@ -152,10 +151,22 @@ class _Pose:
         self.quat = np.asarray(quat, dtype=np.float64)
 
     def __mul__(self, other: _Pose) -> _Pose:
-        return _Pose(self.pos + rotate(self.quat, other.pos), quat_mul(self.quat, other.quat))
+        return _Pose(self.pos + _rotate(self.quat, other.pos), _mul(self.quat, other.quat))
 
     def origin(self, parent: ET.Element) -> None:
         ET.SubElement(parent, "origin", xyz=_vec(self.pos), rpy=_vec(rpy(self.quat)))
+
+
+def _rotate(quat: np.ndarray, v: np.ndarray) -> np.ndarray:
+    out = np.empty(3)
+    mujoco.mju_rotVecQuat(out, np.asarray(v, dtype=np.float64), quat)
+    return out
+
+
+def _mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    out = np.empty(4)
+    mujoco.mju_mulQuat(out, a, b)
+    return out
 
 
 def _axis_angle(axis: np.ndarray, angle: float) -> np.ndarray:
@@ -228,7 +239,7 @@ class _Writer:
             mesh = int(m.geom_dataid[g])
             # MuJoCo moved the file's vertices: v = conj(mesh_quat) (scale * v_file - mesh_pos)
             inv = m.mesh_quat[mesh] * np.array([1.0, -1.0, -1.0, -1.0])
-            file_frame = _Pose(-rotate(inv, m.mesh_pos[mesh]), inv)
+            file_frame = _Pose(-_rotate(inv, m.mesh_pos[mesh]), inv)
             attrs = {"filename": "file://" + self.meshes[mesh], "scale": _vec(m.mesh_scale[mesh])}
             parts.append((pose * file_frame, "mesh", attrs))
         else:
