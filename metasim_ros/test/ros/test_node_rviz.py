@@ -25,7 +25,7 @@ from tf2_msgs.msg import TFMessage
 from visualization_msgs.msg import Marker, MarkerArray
 
 from metasim_ros.scenes import default_scene_path
-from mujoco_truth import Truth, compose
+from mujoco_truth import Truth, compose, same_rotation
 
 PACKAGE = Path(__file__).resolve().parents[2]
 SCENES = {
@@ -85,30 +85,34 @@ def vec_of(v) -> np.ndarray:
     return np.array([v.x, v.y, v.z])
 
 
-def relative(truth: Truth, parent: str, child: str):
-    """MuJoCo's pose of body `child` in body `parent` (TF names without the prefix)."""
-    m, d = truth.model, truth.data
-    p = 0 if parent == "world" else m.body(parent).id
-    c = m.body(child).id
-    inv = np.zeros(4)
-    mujoco.mju_negQuat(inv, d.xquat[p])
-    pos = np.zeros(3)
-    mujoco.mju_rotVecQuat(pos, d.xpos[c] - d.xpos[p], inv)
-    quat = np.zeros(4)
-    mujoco.mju_mulQuat(quat, inv, d.xquat[c])
-    return pos, quat
-
-
-def tf_matches(msg: TFMessage, truth: Truth) -> bool:
-    """Every transform of a /tf message is the truth's (the node has the set state)."""
-    for t in msg.transforms:
-        pos, quat = relative(
-            truth, t.header.frame_id.removeprefix(PREFIX), t.child_frame_id.removeprefix(PREFIX)
+def frame_chain(*messages: TFMessage):
+    """World pose of a TF frame, composed along the parents given by `messages`."""
+    parent_of = {
+        t.child_frame_id: (
+            t.header.frame_id,
+            (vec_of(t.transform.translation), quat_of(t.transform.rotation)),
         )
-        q = quat_of(t.transform.rotation)
-        if not np.allclose(vec_of(t.transform.translation), pos, atol=1e-9):
-            return False
-        if not (np.allclose(q, quat, atol=1e-9) or np.allclose(q, -quat, atol=1e-9)):
+        for msg in messages
+        for t in msg.transforms
+    }
+
+    def world_pose(frame: str):
+        if frame == PREFIX + "world":
+            return np.zeros(3), np.array([1.0, 0, 0, 0])
+        parent, rel = parent_of[frame]
+        return compose(world_pose(parent), rel)
+
+    return world_pose
+
+
+def tf_matches(static: TFMessage, dynamic: TFMessage, truth: Truth) -> bool:
+    """Every body's TF pose is the truth's (the node has the state that was set)."""
+    world_pose = frame_chain(static, dynamic)
+    for b in range(1, truth.model.nbody):
+        name = truth.model.body(b).name
+        pos, quat = world_pose(PREFIX + name)
+        ref_pos, ref_quat = truth.body_pose(name)
+        if not (np.allclose(pos, ref_pos, atol=1e-9) and same_rotation(quat, ref_quat, 1e-9)):
             return False
     return True
 
@@ -192,20 +196,10 @@ def test_every_geom_marker_sits_where_mujoco_has_the_geom(start_node, client, sc
     assert res.success, res.message
 
     static = client.wait_for_message(TFMessage, "/tf_static", qos=LATCHED)
-    dynamic = client.wait_for_message(TFMessage, "/tf", predicate=lambda m: tf_matches(m, truth))
-    parent_of = {
-        t.child_frame_id: (
-            t.header.frame_id,
-            (vec_of(t.transform.translation), quat_of(t.transform.rotation)),
-        )
-        for t in list(static.transforms) + list(dynamic.transforms)
-    }
-
-    def world_pose(frame: str):
-        if frame == PREFIX + "world":
-            return np.zeros(3), np.array([1.0, 0, 0, 0])
-        parent, rel = parent_of[frame]
-        return compose(world_pose(parent), rel)
+    dynamic = client.wait_for_message(
+        TFMessage, "/tf", predicate=lambda m: tf_matches(static, m, truth)
+    )
+    world_pose = frame_chain(static, dynamic)
 
     msg = client.wait_for_message(MarkerArray, "/sim_node/scene_markers", qos=LATCHED)
     markers = geom_markers(msg)
