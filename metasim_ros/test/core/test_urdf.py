@@ -235,3 +235,34 @@ def test_original_urdf_only_for_urdf_files(tmp_path):
     assert original_urdf(str(urdf)) == urdf.read_text()
     assert original_urdf(default_scene_path()) is None
     assert original_urdf(None) is None
+
+
+def test_several_robots_hang_from_a_world_link():
+    """franka (welded), cube (free) and box (welded, with a hinge below) as robots: one
+    URDF rooted at 'world' that MuJoCo compiles to the same world poses."""
+    from urdf_parser_py.urdf import URDF
+
+    m = compile_scene(default_scene_path())
+    robots = find_models(m, ["franka", "cube", "box"])
+    text = robot_urdf(m, [r for r in robots if r.kind == "robot"])
+    parsed = URDF.from_xml_string(text.encode())
+    assert parsed.get_root() == "world"
+    joints = {j.name: j.type for j in parsed.joints}
+    assert joints["world__cube"] == "floating" and joints["world__franka"] == "fixed"
+    u = mujoco.MjModel.from_xml_string(text)
+    d, du = mujoco.MjData(m), mujoco.MjData(u)
+    mujoco.mj_resetDataKeyframe(m, d, 0)
+    for r in robots:
+        for name in r.joints:  # the home keyframe's hinge and slide values
+            du.qpos[u.joint(name).qposadr[0]] = d.qpos[m.joint(name).qposadr[0]]
+    cube = m.joint("cube_joint").qposadr[0]
+    du.qpos[u.joint("world__cube").qposadr[0] :][:7] = d.qpos[cube : cube + 7]
+    mujoco.mj_kinematics(m, d)
+    mujoco.mj_kinematics(u, du)
+    for r in robots:
+        if r.kind != "robot":
+            continue
+        for b in r.body_ids:
+            ub = u.body(m.body(b).name).id
+            assert du.xpos[ub] == pytest.approx(d.xpos[b], abs=1e-9), m.body(b).name
+            assert du.xquat[ub] == pytest.approx(d.xquat[b], abs=1e-9), m.body(b).name
