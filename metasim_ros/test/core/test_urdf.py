@@ -19,7 +19,7 @@ from metasim_ros.core.scene.urdf import mesh_files, original_urdf, robot_urdf, r
 from metasim_ros.scenes import default_scene_path
 
 SCENES_DIR = Path(__file__).parent / "scenes"
-_J = mujoco.mjtJoint
+_J, _G = mujoco.mjtJoint, mujoco.mjtGeom
 
 #: Kinematics URDF has no direct word for: a hinge whose anchor is off the body origin,
 #: joint refs, two joints on one body, an unlimited hinge, a hinge on the root body,
@@ -160,6 +160,23 @@ def test_ros_urdf_parser_reads_it(case):
         if kind in (_J.mjJNT_BALL, _J.mjJNT_FREE):
             assert name not in joints or joints[name].type == "fixed"
     assert parsed.get_root() in (robot.name, "world")
+    # visuals carry the colour MuJoCo's own visualiser draws the geom with
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    scn = mujoco.MjvScene(m, maxgeom=1000)
+    mujoco.mjv_updateScene(
+        m, d, mujoco.MjvOption(), None, mujoco.MjvCamera(), mujoco.mjtCatBit.mjCAT_ALL, scn
+    )
+    drawn = {
+        int(g.objid): g.rgba
+        for g in scn.geoms[: scn.ngeom]
+        if g.objtype == mujoco.mjtObj.mjOBJ_GEOM and m.geom_bodyid[g.objid] in robot.body_ids
+    }
+    visuals = {v.name: v for link in parsed.links for v in link.visuals}
+    for g, rgba in drawn.items():
+        if m.geom_type[g] != _G.mjGEOM_ELLIPSOID:  # (no URDF shape)
+            v = visuals[m.geom(g).name or f"geom{g}"]
+            assert np.array_equal(np.float32(v.material.color.rgba), rgba), v.name
 
 
 def test_effort_limit_from_actuator_force_range():

@@ -258,7 +258,8 @@ class _Writer:
                 material = ET.SubElement(
                     el, "material", name=f"{link.get('name')}/{el.get('name')}"
                 )
-                ET.SubElement(material, "color", rgba=_vec(geom_rgba(m, g)))
+                rgba = " ".join(np.format_float_positional(c, trim="0") for c in geom_rgba(m, g))
+                ET.SubElement(material, "color", rgba=rgba)  # float32: shortest text
 
     # -- joints ------------------------------------------------------------------------
     def attach_root(self, info: ModelInfo) -> None:
