@@ -10,6 +10,7 @@ so the latched message alone is the whole current picture.
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Iterable
 
 from geometry_msgs.msg import Point
@@ -20,7 +21,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from metasim_ros.core.scene import markers as mk
 from metasim_ros.core.scene.urdf import robot_description
-from metasim_ros.core.sim.handler import MujocoHandler
+from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.state.frames import FrameTree
 from metasim_ros.ros.parameters import SimParameters
 
@@ -58,15 +59,20 @@ class RvizTopics:
     """Publishes ~/scene_markers and (when the scene has robots) robot_description."""
 
     def __init__(
-        self, node: Node, handler: MujocoHandler, params: SimParameters, tree: FrameTree
+        self, node: Node, sim: SimulationAccess, params: SimParameters, tree: FrameTree
     ) -> None:
+        handler = sim.handler  # immutable facts only: the model, its robots, the scene file
         self._model = handler.model
         self._frames = tree.body_frames
         self._markers = node.create_publisher(MarkerArray, "~/scene_markers", LATCHED_QOS)
         self.publish_markers(params)
-        text = robot_description(
-            handler.model, handler.robots, handler.scene_path, params.marker_groups
-        )
+        try:
+            text = robot_description(
+                handler.model, handler.robots, handler.scene_path, params.marker_groups
+            )
+        except Exception:  # a bug in the description must not keep the simulation from running
+            node.get_logger().error(f"no robot_description:\n{traceback.format_exc()}")
+            text = None
         if text is not None:
             self._description = node.create_publisher(String, "robot_description", LATCHED_QOS)
             self._description.publish(String(data=text))

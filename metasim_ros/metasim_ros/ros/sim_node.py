@@ -71,7 +71,7 @@ class SimNode(Node):
         self._tf_static_pub = self.create_publisher(TFMessage, "/tf_static", TF_STATIC_QOS)
         self._tf_static_pub.publish(static_message(tree, handler.sim_time(0)))
         self.streams = Streams(self, self.sim, p, tree)
-        self.rviz = RvizTopics(self, handler, p, tree)
+        self.rviz = RvizTopics(self, self.sim, p, tree)
 
         self.service_group = MutuallyExclusiveCallbackGroup()
         self._robot_of_joint = {j: r.name for r in handler.robots for j in r.joints}
