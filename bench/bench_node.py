@@ -22,6 +22,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
+import psutil  # noqa: E402
 import rclpy  # noqa: E402
 from metasim_msgs.srv import GetStates, SetStates  # noqa: E402
 from rclpy.node import Node  # noqa: E402
@@ -124,6 +125,38 @@ def quick_ratio(**params) -> None:
         rclpy.try_shutdown()
 
 
+def markers_ratio(probe: Probe, timestep: float, rounds: int = 5) -> None:
+    """Physics with ~/scene_markers on vs markers off, nodes started alternately. Besides
+    steps per wall second (at the mercy of whatever else runs on the machine), steps per
+    CPU second of the node process: what the node itself spends per step."""
+    wall: dict[bool, list[float]] = {True: [], False: []}
+    per_cpu: dict[bool, list[float]] = {True: [], False: []}
+    for _ in range(rounds):
+        for on in (True, False):
+            node = start_node(real_time_factor=0.0, markers=str(on).lower())
+            try:
+                get = probe.node.create_client(GetStates, "/sim_node/get_states")
+                probe.wait_service(get)
+                probe.node.destroy_client(get)
+                proc = psutil.Process(node.pid)
+                probe.spin_for(0.5)
+                c0, cpu0, t0 = probe.clock, sum(proc.cpu_times()[:2]), time.monotonic()
+                probe.spin_for(WINDOW)
+                steps = (probe.clock - c0) / timestep
+                wall[on].append(steps / (time.monotonic() - t0))
+                per_cpu[on].append(steps / (sum(proc.cpu_times()[:2]) - cpu0))
+            finally:
+                stop_node(node)
+    paired = sorted(a / b for a, b in zip(per_cpu[True], per_cpu[False]))
+    print(
+        f"markers on vs off, {rounds} alternating pairs: steps per node CPU second "
+        f"{np.median(per_cpu[True]):,.0f} vs {np.median(per_cpu[False]):,.0f} (medians); "
+        f"median of paired ratios on/off {np.median(paired):.3f} (target >= 0.98; pairs "
+        f"{', '.join(f'{r:.3f}' for r in paired)}); per wall second "
+        f"{np.median(wall[True]):,.0f} vs {np.median(wall[False]):,.0f}"
+    )
+
+
 def main() -> None:
     timestep = mujoco.MjModel.from_xml_path(default_scene_path()).opt.timestep
     raw = raw_steps_per_second()
@@ -175,13 +208,21 @@ def main() -> None:
             f"(camera_rate 15); physics meanwhile {cam_rate:,.0f} steps/s = "
             f"{cam_rate / node_rate:.2f} of the rate without a camera subscriber"
         )
+        stop_node(node)
+        markers_ratio(probe, timestep)
     finally:
         stop_node(node)
         rclpy.try_shutdown()
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1:  # e.g. bench_node.py tf_rate=1.0 world_state_rate=1.0
+    if sys.argv[1:] == ["markers"]:  # only the markers on/off ratio
+        rclpy.init()
+        try:
+            markers_ratio(Probe(), mujoco.MjModel.from_xml_path(default_scene_path()).opt.timestep)
+        finally:
+            rclpy.try_shutdown()
+    elif len(sys.argv) > 1:  # e.g. bench_node.py tf_rate=1.0 world_state_rate=1.0
         quick_ratio(**dict(a.split("=", 1) for a in sys.argv[1:]))
     else:
         main()

@@ -21,6 +21,7 @@ import math
 import os
 import sys
 import textwrap
+from array import array
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable
 
@@ -68,6 +69,7 @@ class Param:
     low: float | int | None = None
     high: float | int | None = None
     choices: tuple[str, ...] | None = None
+    item: type = str  # element type of a list parameter (str or int); low/high bound each
     resolve: Callable[[Any], Any] | None = None  # start-up value -> attribute value
 
     @property
@@ -79,8 +81,9 @@ class Param:
         """The allowed values in words ('' when any value of the type is allowed)."""
         if self.choices:
             return "one of: " + ", ".join(self.choices)
+        each = "each " if self.kind is list else ""
         if self.low is not None and self.high is not None:
-            return f"in [{_num(self.low)}, {_num(self.high)}]"
+            return f"{each}in [{_num(self.low)}, {_num(self.high)}]"
         if self.low is not None:
             return f"at least {_num(self.low)}"
         return ""
@@ -104,8 +107,14 @@ class Param:
             if isinstance(value, bool) or not isinstance(value, int):
                 return f"must be an integer, got {type(value).__name__}"
         elif kind is list:
-            if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
-                return "must be a list of strings"
+            names = {str: "strings", int: "integers"}[self.item]
+            if not isinstance(value, (list, tuple, array)) or not all(
+                isinstance(v, self.item) and not isinstance(v, bool) for v in value
+            ):
+                return f"must be a list of {names}"
+            if self.low is not None and any(not self.low <= v <= self.high for v in value):
+                return f"must be a list with {self.constraint()}"
+            return None
         elif not isinstance(value, kind):
             return f"must be a {kind.__name__}, got {type(value).__name__}"
         if self.choices is not None and value not in self.choices:
@@ -212,6 +221,20 @@ class SimParameters:
         dynamic=True,
         low=1,
     )
+    markers: bool = _p(
+        True,
+        "publish ~/scene_markers: one rviz2 marker per visual geom, in its body's TF frame",
+        dynamic=True,
+    )
+    marker_groups: list[int] = _p(
+        [0, 1, 2],
+        "geom groups drawn in ~/scene_markers and in robot_description's visuals (MuJoCo's "
+        "viewer shows 0-2)",
+        dynamic=True,
+        low=0,
+        high=5,
+        item=int,
+    )
     step_limit: int = _p(
         1_000_000,
         "most physics steps one ~/step call may ask for (the simulation is held meanwhile)",
@@ -255,11 +278,13 @@ def declare(node: Node) -> SimParameters:
         if problem:
             raise ValueError(f"parameter {p.name}={given!r}: {problem}")
         try:
-            if p.kind is list:
+            if p.kind is list and not p.default:  # an empty default has no type to infer
                 value = node.declare_parameter(
                     p.name, Parameter.Type.STRING_ARRAY, p.descriptor()
                 ).value
                 value = list(value or [])
+            elif p.kind is list:
+                value = list(node.declare_parameter(p.name, p.default, p.descriptor()).value)
             else:
                 value = node.declare_parameter(p.name, p.default, p.descriptor()).value
         except ParameterException as exc:
@@ -289,7 +314,7 @@ def _value_text(value: Any) -> str:
     if isinstance(value, (int, float)):
         return _num(value)
     if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(value) + "]"
+        return "[" + ", ".join(map(str, value)) + "]"
     return value if value else '""'
 
 

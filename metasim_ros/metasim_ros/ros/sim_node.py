@@ -29,6 +29,7 @@ from metasim_ros.core.state.frames import FrameTree
 from metasim_ros.ros import parameters
 from metasim_ros.ros.camera_streamer import CameraStreamer
 from metasim_ros.ros.conversions import targets_from_joint_state
+from metasim_ros.ros.rviz import RvizTopics
 from metasim_ros.ros.services import SimServices
 from metasim_ros.ros.streams import Streams
 from metasim_ros.ros.tf import static_message
@@ -70,6 +71,7 @@ class SimNode(Node):
         self._tf_static_pub = self.create_publisher(TFMessage, "/tf_static", TF_STATIC_QOS)
         self._tf_static_pub.publish(static_message(tree, handler.sim_time(0)))
         self.streams = Streams(self, self.sim, p, tree)
+        self.rviz = RvizTopics(self, self.sim, p, tree)
 
         self.service_group = MutuallyExclusiveCallbackGroup()
         self._robot_of_joint = {j: r.name for r in handler.robots for j in r.joints}
@@ -98,7 +100,8 @@ class SimNode(Node):
         self.get_logger().info(
             f"simulating {scene} ({models}), {h.num_envs} env(s), {state}; publishing "
             f"/clock, {self.resolve_topic_name('joint_states')}, "
-            f"{self.resolve_topic_name('~/world_state')}, /tf, cameras under "
+            f"{self.resolve_topic_name('~/world_state')}, /tf, "
+            f"{self.resolve_topic_name('~/scene_markers')}, cameras under "
             f"{self.get_fully_qualified_name()}/<camera>/ on "
             f"ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID', '0')}; "
             f"{parameters.startup_summary(p)}"
@@ -128,6 +131,8 @@ class SimNode(Node):
                 self.sim.pause(param.value)
             elif param.name == "on_divergence":
                 self.sim.on_divergence = param.value
+            elif param.name in ("markers", "marker_groups"):
+                self.rviz.publish_markers(self.params)
             elif param.name.endswith("_rate") and param.name != "camera_rate":
                 self.streams.set_rate(param.name, param.value)
 

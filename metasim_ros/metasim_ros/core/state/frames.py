@@ -73,6 +73,8 @@ class FrameTree:
         self, model: mujoco.MjModel, body_names: list[str], prefix: str = "", world: str = "world"
     ) -> None:
         name = lambda b: prefix + (world if b == 0 else body_names[b])  # noqa: E731
+        #: TF frame of every body, by body id (the world's is `world`).
+        self.body_frames = [name(b) for b in range(model.nbody)]
         moving = [b for b in range(1, model.nbody) if model.body_jntnum[b] > 0]
         welded = [b for b in range(1, model.nbody) if model.body_jntnum[b] == 0]
         self.static: list[Frame] = [
