@@ -23,6 +23,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 import rclpy  # noqa: E402
+from metasim_msgs.msg import Contacts  # noqa: E402
 from metasim_msgs.srv import GetStates, SetStates  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
@@ -31,6 +32,8 @@ from sensor_msgs.msg import Image  # noqa: E402
 from metasim_ros.scenes import default_scene_path  # noqa: E402
 
 WINDOW = 3.0  # seconds of wall time per rate measurement
+#: IMU, force-torque, range finders, touch, magnetometer and resting objects
+SENSOR_SCENE = Path(__file__).parents[1] / "metasim_ros/test/scenes/sensors.xml"
 
 
 def raw_steps_per_second(seconds: float = 2.0) -> float:
@@ -124,6 +127,43 @@ def quick_ratio(**params) -> None:
         rclpy.try_shutdown()
 
 
+def _rate(timestep: float, subscribe: str | None = None, **params) -> float:
+    """Physics steps/s of a node on the sensor scene (rtf 0), optionally with a
+    subscriber to one topic."""
+    probe = Probe()
+    node = start_node(real_time_factor=0.0, scene=str(SENSOR_SCENE), **params)
+    try:
+        probe.wait_service(probe.node.create_client(GetStates, "/sim_node/get_states"))
+        if subscribe:
+            probe.node.create_subscription(Contacts, subscribe, lambda _m: None, 10)
+        return probe.sim_rate(timestep)
+    finally:
+        stop_node(node)
+        probe.node.destroy_node()
+
+
+def sensors_and_contacts() -> None:
+    """Cost of the sensor topics at 100 Hz, and of contacts at 30 Hz without / with a
+    subscriber. "Without" is a rate of 0.01 Hz (one message per 100 s: never in a window)."""
+    timestep = mujoco.MjModel.from_xml_path(str(SENSOR_SCENE)).opt.timestep
+    rclpy.init()
+    try:
+        quiet = dict(sensor_rate=0.01, contact_rate=0.01)
+        base = _rate(timestep, **quiet)
+        sensors = _rate(timestep, sensor_rate=100.0, contact_rate=0.01)
+        idle = _rate(timestep, sensor_rate=0.01, contact_rate=30.0)
+        watched = _rate(timestep, "/sim_node/contacts", sensor_rate=0.01, contact_rate=30.0)
+        print(
+            f"sensor scene, rtf 0: {base:,.0f} steps/s without sensor topics; all sensors at "
+            f"100 Hz {sensors:,.0f} steps/s, ratio {sensors / base:.3f} (target >= 0.95); "
+            f"contacts at 30 Hz without a subscriber {idle:,.0f} steps/s, ratio "
+            f"{idle / base:.3f}; with a subscriber at 30 Hz {watched:,.0f}, ratio "
+            f"{watched / base:.3f}"
+        )
+    finally:
+        rclpy.try_shutdown()
+
+
 def main() -> None:
     timestep = mujoco.MjModel.from_xml_path(default_scene_path()).opt.timestep
     raw = raw_steps_per_second()
@@ -185,3 +225,4 @@ if __name__ == "__main__":
         quick_ratio(**dict(a.split("=", 1) for a in sys.argv[1:]))
     else:
         main()
+        sensors_and_contacts()
