@@ -5,6 +5,7 @@ own numbers computed in the test on an independent MjData."""
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import mujoco
@@ -187,3 +188,23 @@ def test_bad_wrench_requests_change_nothing():
         with pytest.raises(RequestError, match=words):
             h.apply_wrench(0, *args)
     assert h.capture(0).integration.tobytes() == before
+
+
+def test_mujoco_does_not_apply_sensor_noise():
+    """The `noise` attribute is metadata in this MuJoCo: the same state forwarded with the
+    declared noise and with none gives the same readings. (If a MuJoCo version adds
+    noise, this fails, and the README's noise paragraph and the replay tests change.)"""
+    h = MujocoHandler(SENSORS)
+    h.step(n=50)
+    noisy = [s.name for s in h.sensors.sensors if s.noise > 0]
+    assert set(noisy) == {"imu_quat", "imu_gyro", "imu_acc", "mag"}
+    declared = truth(h)
+    quiet_model = copy.copy(h.model)
+    quiet_model.sensor_noise[:] = 0.0
+    quiet = mujoco.MjData(quiet_model)
+    row = np.empty(mujoco.mj_stateSize(h.model, _SIG))
+    mujoco.mj_getState(h.model, declared, row, _SIG)
+    mujoco.mj_setState(quiet_model, quiet, row, _SIG)
+    mujoco.mj_forward(quiet_model, quiet)
+    assert h.model.sensor_noise.max() > 0  # the copy did not share its arrays
+    assert np.array_equal(declared.sensordata, quiet.sensordata)

@@ -310,10 +310,9 @@ class MujocoHandler:
         (0 = until cleared), replacing the body's previous wrench; see core.sim.wrenches.
         Raises WrenchError (nothing changed) for bad input."""
         e = self._env_ids([env_id])[0]
-        data = self.synced_data(e)
-        text = self._wrenches.apply(e, data, body, force, torque, point, duration)
-        self._stale[e] = True
-        return text
+        self._sync((e,))  # the wrench moves to the centre of mass: xipos must be current
+        with self.editing(e) as data:
+            return self._wrenches.apply(e, data, body, force, torque, point, duration)
 
     def clear_wrenches(self, env_ids: Sequence[int] | None = None) -> None:
         """Remove every applied wrench of the envs (default: all)."""
