@@ -62,6 +62,23 @@ def test_devices_group_sensors_by_site():
     assert types["block_pos"] == ("framepos", "body", "block")
 
 
+def test_devices_need_a_gyro_or_accelerometer_and_a_world_orientation():
+    h = MujocoHandler("""<mujoco><worldbody><body name="b"><freejoint/>
+    <geom size="0.1"/><site name="pose_only"/><site name="gyro_only"/>
+    <site name="relative" pos="0 0 0.1"/></body></worldbody><sensor>
+    <framequat name="q" objtype="site" objname="pose_only"/>
+    <gyro name="g" site="gyro_only"/>
+    <framequat name="rq" objtype="site" objname="relative" reftype="site" refname="gyro_only"/>
+    <accelerometer name="a" site="relative"/>
+    <force name="f" site="relative"/></sensor></mujoco>""")
+    got = {(d.kind, d.label): sorted(d.parts) for d in h.sensors.devices}
+    assert got == {
+        ("imu", "gyro_only"): ["angular_velocity"],
+        ("imu", "relative"): ["linear_acceleration"],  # its framequat is not world-relative
+        ("wrench", "relative"): ["force"],
+    }
+
+
 def test_readings_equal_sensordata(settled):
     h = settled
     h.step(n=7)

@@ -20,6 +20,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Imu, MagneticField, Range
 from std_srvs.srv import Trigger
 from tf2_msgs.msg import TFMessage
+from visualization_msgs.msg import Marker, MarkerArray
 
 from mujoco_truth import compose, same_rotation
 
@@ -208,6 +209,18 @@ def test_resting_box_wrench_and_contacts(sensor_node, client):
         np.testing.assert_allclose([c.normal.x, c.normal.y, c.normal.z], frame[0], atol=1e-12)
         np.testing.assert_allclose([c.position.x, c.position.y, c.position.z], con.pos, atol=1e-12)
         assert c.depth == pytest.approx(-con.dist, abs=1e-12)
+
+    arrows = client.wait_for_message(
+        MarkerArray,
+        f"{NODE}/contact_markers",
+        predicate=lambda a: len(a.markers) > 1 and ns(a.markers[1].header.stamp) == ns_of(sim),
+    )
+    assert arrows.markers[0].action == Marker.DELETEALL
+    assert len(arrows.markers) == 1 + d.ncon
+    for i, mk in enumerate(arrows.markers[1:]):
+        mujoco.mj_contactForce(m, d, i, f6)
+        tip = d.contact[i].pos + 0.01 * (d.contact[i].frame.reshape(3, 3).T @ f6[:3])
+        np.testing.assert_allclose([mk.points[1].x, mk.points[1].y, mk.points[1].z], tip, atol=1e-9)
 
 
 @pytest.fixture
