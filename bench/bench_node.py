@@ -136,6 +136,46 @@ def _set_parameters(probe: Probe, client, **params) -> None:
     assert all(r.successful for r in probe.call(client, req).results)
 
 
+def _per_call(fn, k: int) -> float:
+    t0 = time.perf_counter()
+    for _ in range(k):
+        fn()
+    return (time.perf_counter() - t0) / k
+
+
+def publish_costs() -> None:
+    """What the physics thread spends per sensor publish and per idle contacts check, in
+    this process (less exposed to other processes' load than the node's rate): at rate
+    f the physics rate falls by about f x that time per second."""
+    from metasim_ros.core.sim.handler import MujocoHandler
+    from metasim_ros.core.state.frames import FrameTree
+    from metasim_ros.ros.contact_topics import ContactTopics
+    from metasim_ros.ros.parameters import SimParameters
+    from metasim_ros.ros.sensor_topics import SensorTopics
+
+    rclpy.init()
+    node = Node("bench_publish_costs")
+    try:
+        h = MujocoHandler(str(SENSOR_SCENE))
+        tree, params = FrameTree(h.model, h.body_names), SimParameters()
+        sensors = SensorTopics(node, h, tree, params)
+        contacts = ContactTopics(node, h, tree, params)
+        h.step(n=500)
+        step = _per_call(lambda: h.step(n=1), 2000)
+        with_sensors = _per_call(lambda: (h.step(n=1), sensors.publish(h.sensor_readings(0))), 2000)
+        publish = with_sensors - step
+        idle = _per_call(contacts.active, 5000)
+        print(
+            f"in-process: mj_step {step * 1e6:.1f} us; one sensor publish (forward, copy, "
+            f"6 messages) {publish * 1e6:.0f} us -> at 100 Hz {1 - 100 * publish:.3f} of the "
+            f"physics rate; idle contacts check {idle * 1e6:.1f} us -> at 30 Hz "
+            f"{1 - 30 * idle:.5f}"
+        )
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+
 def sensors_and_contacts(rounds: int = 5, window: float = 2.0) -> None:
     """Cost of the sensor topics at 100 Hz, and of contacts at 30 Hz without / with a
     subscriber, on the sensor scene at rtf 0. One node; the configurations alternate
@@ -247,3 +287,4 @@ if __name__ == "__main__":
     else:
         main()
         sensors_and_contacts()
+        publish_costs()
