@@ -25,7 +25,7 @@ from typing import Iterable
 
 import numpy as np
 from builtin_interfaces.msg import Time
-from geometry_msgs.msg import Pose, Twist
+from geometry_msgs.msg import Pose, Twist, Wrench
 from metasim_msgs.msg import JointState as MsJointState
 from metasim_msgs.msg import LinkState, ModelState, WorldState
 from sensor_msgs.msg import JointState
@@ -65,6 +65,13 @@ def fill_twist(twist: Twist, vel: np.ndarray, ang_vel: np.ndarray) -> None:
     ang.x, ang.y, ang.z = float(ang_vel[0]), float(ang_vel[1]), float(ang_vel[2])
 
 
+def fill_wrench(wrench: Wrench, values: np.ndarray) -> None:
+    """Write [force, torque] (6 values) into a (preallocated) Wrench in place."""
+    f, t = wrench.force, wrench.torque
+    f.x, f.y, f.z = float(values[0]), float(values[1]), float(values[2])
+    t.x, t.y, t.z = float(values[3]), float(values[4]), float(values[5])
+
+
 class WorldStateFiller:
     """Builds one WorldState message per environment once, then refills it.
 
@@ -96,8 +103,16 @@ class WorldStateFiller:
             )
         return msg
 
-    def fill(self, env_id: int, sim_time: float, state: dict, readings: Iterable) -> WorldState:
-        """state: the env's core state (render off); readings: its joint_states()."""
+    def fill(
+        self,
+        env_id: int,
+        sim_time: float,
+        state: dict,
+        readings: Iterable,
+        wrenches: np.ndarray,
+    ) -> WorldState:
+        """state: the env's core state (render off); readings: its joint_states();
+        wrenches: its link_wrenches() [nbody, 6]."""
         msg = self._msgs.get(env_id) or self._msgs.setdefault(env_id, self._build(env_id))
         msg.header.stamp = stamp(sim_time)
         by_name = {r.name: r for r in readings}
@@ -105,10 +120,11 @@ class WorldStateFiller:
             m = state["robots" if info.kind == "robot" else "objects"][info.name]
             fill_pose(ms.pose, m["pos"], m["rot"])
             fill_twist(ms.twist, m["vel"], m["ang_vel"])
-            for ls in ms.link_states:
+            for ls, body_id in zip(ms.link_states, info.body_ids):
                 b = m["body"][ls.name]
                 fill_pose(ls.pose, b["pos"], b["rot"])
                 fill_twist(ls.twist, b["vel"], b["ang_vel"])
+                fill_wrench(ls.wrench, wrenches[body_id])
             for js in ms.joint_states:
                 r = by_name[js.name]
                 js.position, js.velocity = doubles(r.position), doubles(r.velocity)

@@ -241,6 +241,36 @@ class SimParameters:
         dynamic=True,
         low=1,
     )
+    sensor_rate: float = _p(
+        100.0,
+        "Hz (wall clock) of ~/sensors and the per-device ~/sensors/<name> topics; "
+        "0 = after every physics batch",
+        dynamic=True,
+        low=0.0,
+        high=_RATE_MAX,
+    )
+    contact_rate: float = _p(
+        30.0, "Hz (wall clock) of ~/contacts and ~/contact_markers, only while subscribed", **_RATE
+    )
+    contact_marker_scale: float = _p(
+        0.01,
+        "length of a ~/contact_markers arrow per newton of contact force (m/N)",
+        low=0.0,
+        high=1e3,
+    )
+    range_min: float = _p(0.0, "min_range of every sensor_msgs/Range (m)", low=0.0, high=1e6)
+    range_max: float = _p(
+        100.0,
+        "max_range of every sensor_msgs/Range (m); farther hits are +inf (REP-117)",
+        low=1e-6,
+        high=1e6,
+    )
+    range_field_of_view: float = _p(
+        0.0,
+        "field_of_view of every sensor_msgs/Range (rad; a MuJoCo rangefinder is one ray)",
+        low=0.0,
+        high=6.3,
+    )
 
 
 #: Every parameter's declaration, in declaration order.

@@ -28,11 +28,14 @@ from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.state.frames import FrameTree
 from metasim_ros.ros import parameters
 from metasim_ros.ros.camera_streamer import CameraStreamer
+from metasim_ros.ros.contact_topics import ContactTopics
 from metasim_ros.ros.conversions import targets_from_joint_state
 from metasim_ros.ros.rviz import RvizTopics
+from metasim_ros.ros.sensor_topics import SensorTopics
 from metasim_ros.ros.services import SimServices
 from metasim_ros.ros.streams import Streams
 from metasim_ros.ros.tf import static_message
+from metasim_ros.ros.wrench_services import WrenchServices
 
 #: /tf_static: latched for late joiners (what a StaticTransformBroadcaster does).
 TF_STATIC_QOS = QoSProfile(
@@ -72,6 +75,19 @@ class SimNode(Node):
         self._tf_static_pub.publish(static_message(tree, handler.sim_time(0)))
         self.streams = Streams(self, self.sim, p, tree)
         self.rviz = RvizTopics(self, self.sim, p, tree)
+        sensors = SensorTopics(self, handler, tree, p)
+        if sensors.count:
+            self.streams.add(
+                "sensor_rate", p.sensor_rate, lambda h: h.sensor_readings(0), sensors.publish
+            )
+        contacts = ContactTopics(self, handler, tree, p)
+        self.streams.add(
+            "contact_rate",
+            p.contact_rate,
+            lambda h: h.contacts(0),
+            contacts.publish,
+            contacts.active,
+        )
 
         self.service_group = MutuallyExclusiveCallbackGroup()
         self._robot_of_joint = {j: r.name for r in handler.robots for j in r.joints}
@@ -83,6 +99,7 @@ class SimNode(Node):
             callback_group=self.service_group,
         )
         self.sim_services = SimServices(self, self.sim, p, self.service_group)
+        self.wrench_services = WrenchServices(self, self.sim, self.service_group)
         self.cameras = CameraStreamer(self, self.sim, p)
         self.add_on_set_parameters_callback(parameters.check_update)
         self.add_post_set_parameters_callback(self._apply_parameters)
@@ -133,7 +150,7 @@ class SimNode(Node):
                 self.sim.on_divergence = param.value
             elif param.name in ("markers", "marker_groups"):
                 self.rviz.publish_markers(self.params)
-            elif param.name.endswith("_rate") and param.name != "camera_rate":
+            elif param.name.endswith("_rate") and param.name in self.streams.names:
                 self.streams.set_rate(param.name, param.value)
 
 

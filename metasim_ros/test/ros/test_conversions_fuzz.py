@@ -336,7 +336,8 @@ def test_published_world_state_round_trips(scene_name, data):
     states = h.get_states(render=False)
     filler = WorldStateFiller(h)
     published = [
-        filler.fill(e, h.sim_time(e), states[e], h.joint_states(e)) for e in range(NUM_ENVS)
+        filler.fill(e, h.sim_time(e), states[e], h.joint_states(e), h.link_wrenches(e))
+        for e in range(NUM_ENVS)
     ]
     from rclpy.serialization import deserialize_message, serialize_message
 

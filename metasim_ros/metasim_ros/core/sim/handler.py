@@ -18,6 +18,9 @@ from metasim_ros.core.errors import SceneError, StateValidationError
 from metasim_ros.core.scene import loading as scene_mod
 from metasim_ros.core.scene.cameras import CameraPoses, CameraRenderer
 from metasim_ros.core.scene.loading import ModelInfo
+from metasim_ros.core.sensors import SensorReadings, SensorTable
+from metasim_ros.core.sim.wrenches import AppliedWrenches
+from metasim_ros.core.state.forces import ContactReadings, link_wrenches, read_contacts
 from metasim_ros.core.state.joints import JointReader, JointReading
 from metasim_ros.core.state.reader import StateReader
 from metasim_ros.core.state.schema import Action, State
@@ -47,12 +50,15 @@ _UNSTABLE_TEXT = (
 @dataclass
 class PhysicsState:
     """One env's complete physics state: mjSTATE_INTEGRATION (time, qpos, qvel, act,
-    warm start, ctrl, applied forces, mocap, user and plugin data) and the joint
-    targets, which MuJoCo has no place for. Targets may be None (keep the current)."""
+    warm start, ctrl, applied forces, mocap, user and plugin data), and what MuJoCo has
+    no place for: the joint targets and the sim times at which applied wrenches end.
+    Targets may be None (keep the current); wrench_until None means no wrench ends (those
+    in xfrc_applied stay until cleared)."""
 
     integration: np.ndarray
     pos_target: np.ndarray | None = None
     vel_target: np.ndarray | None = None
+    wrench_until: np.ndarray | None = None
 
 
 class Transaction:
@@ -120,6 +126,8 @@ class MujocoHandler:
         )
         self._writer = StateWriter(m, self._reader, self._targets, self.cameras, derived_tolerance)
         self._joints = JointReader(m, self.joint_names, self._targets)
+        self.sensors = SensorTable(m, self.models)
+        self._wrenches = AppliedWrenches(m, num_envs)
         self._stale = [False] * num_envs  # changed since derived quantities were computed
         self._state_size = int(mujoco.mj_stateSize(m, INTEGRATION_STATE))
         self.reset()
@@ -169,7 +177,12 @@ class MujocoHandler:
         targets), as a copy that can be serialised without holding the simulation."""
         row = np.empty(self._state_size)
         mujoco.mj_getState(self._model, self._datas[env_id], row, INTEGRATION_STATE)
-        return PhysicsState(row, self._targets.pos[env_id].copy(), self._targets.vel[env_id].copy())
+        return PhysicsState(
+            row,
+            self._targets.pos[env_id].copy(),
+            self._targets.vel[env_id].copy(),
+            self._wrenches.get(env_id),
+        )
 
     def restore(self, env_id: int, state: PhysicsState) -> None:
         """Put a captured state back; the env then continues bit-identically to the
@@ -184,6 +197,7 @@ class MujocoHandler:
                 self._targets.pos[env_id] = state.pos_target
                 self._targets.vel[env_id] = state.vel_target
             mujoco.mj_setState(self._model, data, state.integration, INTEGRATION_STATE)
+            self._wrenches.put(env_id, state.wrench_until)
 
     @contextmanager
     def transaction(self, env_ids: Sequence[int] | None = None) -> Iterator[Transaction]:
@@ -251,10 +265,60 @@ class MujocoHandler:
         self._sync(ids)
         for e in ids:
             state = self._reader.read(e)
+            self._add_sensors(e, state)
             if render:
                 self._render(self._datas[e], state)
             states.append(state)
         return states
+
+    def _add_sensors(self, env_id: int, state: State) -> None:
+        """The read-only `sensors` entry of every model that has sensors."""
+        if not self.sensors.by_model:
+            return
+        sensordata = self._datas[env_id].sensordata
+        for section in ("objects", "robots"):
+            for name, entry in state[section].items():
+                sensors = self.sensors.model_entry(name, sensordata)
+                if sensors is not None:
+                    entry["sensors"] = sensors
+
+    def sensor_readings(self, env_id: int = 0) -> SensorReadings:
+        """Every sensor of one env, as MuJoCo computes them for its current state (a
+        copy of sensordata, split by `handler.sensors`)."""
+        data = self.synced_data(env_id)
+        return SensorReadings(float(data.time), data.sensordata.copy(), self.sensors)
+
+    def link_wrenches(self, env_id: int = 0) -> np.ndarray:
+        """[nbody, 6] net external wrench (force, torque) on every body of one env, world
+        frame, torque about the body origin (see core.state.forces)."""
+        return link_wrenches(self._model, self.synced_data(env_id))
+
+    def contacts(self, env_id: int = 0) -> ContactReadings:
+        """Every active contact of one env with its force (mj_contactForce)."""
+        return read_contacts(self._model, self.synced_data(env_id))
+
+    def apply_wrench(
+        self,
+        env_id: int,
+        body: str,
+        force: Any,
+        torque: Any,
+        point: Any,
+        duration: float,
+    ) -> str:
+        """Apply `force` at world `point` plus `torque` to `body` for `duration` sim seconds
+        (0 = until cleared), replacing the body's previous wrench; see core.sim.wrenches.
+        Raises WrenchError (nothing changed) for bad input."""
+        e = self._env_ids([env_id])[0]
+        self._sync((e,))  # the wrench moves to the centre of mass: xipos must be current
+        with self.editing(e) as data:
+            return self._wrenches.apply(e, data, body, force, torque, point, duration)
+
+    def clear_wrenches(self, env_ids: Sequence[int] | None = None) -> None:
+        """Remove every applied wrench of the envs (default: all)."""
+        for e in self._env_ids(env_ids):
+            with self.editing(e) as data:
+                self._wrenches.clear(e, data)
 
     def _render(self, data: mujoco.MjData, state: State) -> None:
         if not self.cameras:
@@ -310,14 +374,21 @@ class MujocoHandler:
             for plan in self._plans(actions, None, "actions", action=True):
                 self._writer.apply_targets(plan)
         m, pd, step = self._model, self._targets.has_pd, mujoco.mj_step
+        wrenches = self._wrenches
         for e, d in enumerate(self._datas):
-            if pd:
-                for _ in range(n):
-                    self._targets.apply_pd(e, d)
-                    step(m, d)
-            else:
-                for _ in range(n):
-                    step(m, d)
+            left = n
+            while left > 0:  # in runs that end where an applied wrench ends
+                wrenches.expire(e, d)
+                k = wrenches.steps_before_end(e, d.time, left)
+                if pd:
+                    for _ in range(k):
+                        self._targets.apply_pd(e, d)
+                        step(m, d)
+                else:
+                    for _ in range(k):
+                        step(m, d)
+                left -= k
+            wrenches.expire(e, d)
             self._stale[e] = self._stale[e] or n > 0
 
     def divergence(self) -> dict[int, str]:
@@ -359,6 +430,7 @@ class MujocoHandler:
             else:
                 mujoco.mj_resetData(self._model, d)
             self._targets.hold(e, d)
+            self._wrenches.put(e, None)  # the reset zeroed xfrc_applied
             mujoco.mj_forward(self._model, d)
             self._stale[e] = False
         if init_states is not None:
@@ -375,20 +447,22 @@ class MujocoHandler:
         self._sync((e,))
         return self._joints.read(self._datas[e], e, reference)
 
-    def _backup(self, env_id: int) -> tuple[mujoco.MjData, np.ndarray, np.ndarray, bool]:
+    def _backup(self, env_id: int) -> tuple:
         return (
             copy.copy(self._datas[env_id]),
             self._targets.pos[env_id].copy(),
             self._targets.vel[env_id].copy(),
             self._stale[env_id],
+            self._wrenches.get(env_id),
         )
 
     def _put_back(self, env_id: int, backup: tuple) -> None:
-        data, pos, vel, stale = backup
+        data, pos, vel, stale, wrench_until = backup
         mujoco.mj_copyData(self._datas[env_id], self._model, data)
         self._targets.pos[env_id] = pos
         self._targets.vel[env_id] = vel
         self._stale[env_id] = stale
+        self._wrenches.put(env_id, wrench_until)
 
     def close(self) -> None:
         """Release the GL context (if any camera was rendered)."""
