@@ -24,11 +24,13 @@ from tf2_msgs.msg import TFMessage
 
 from metasim_ros.core.errors import RequestError
 from metasim_ros.core.sim.access import SimulationAccess
+from metasim_ros.core.sim.actuation import parse_gains
 from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.state.frames import FrameTree
 from metasim_ros.ros import parameters
 from metasim_ros.ros.camera_streamer import CameraStreamer
 from metasim_ros.ros.conversions import targets_from_joint_state
+from metasim_ros.ros.joint_command import JointCommandSubscriber
 from metasim_ros.ros.services import SimServices
 from metasim_ros.ros.streams import Streams
 from metasim_ros.ros.tf import static_message
@@ -57,6 +59,9 @@ class SimNode(Node):
             p.scene or None,
             num_envs=p.num_envs,
             robots=p.robots or None,
+            kp=parse_gains(p.kp, "kp"),
+            kd=parse_gains(p.kd, "kd"),
+            actuation=p.actuation,
             camera_size=(p.camera_width, p.camera_height),
             fast_render=p.render_quality == "fast",
         )
@@ -80,6 +85,7 @@ class SimNode(Node):
             10,
             callback_group=self.service_group,
         )
+        self.joint_command = JointCommandSubscriber(self, self.sim, p.joint_command_topic)
         self.sim_services = SimServices(self, self.sim, p, self.service_group)
         self.cameras = CameraStreamer(self, self.sim, p)
         self.add_on_set_parameters_callback(parameters.check_update)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import copy
 import numbers
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +18,8 @@ from metasim_ros.core.errors import SceneError, StateValidationError
 from metasim_ros.core.scene import loading as scene_mod
 from metasim_ros.core.scene.cameras import CameraPoses, CameraRenderer
 from metasim_ros.core.scene.loading import ModelInfo
+from metasim_ros.core.sim.actuation import Actuation, Gains
+from metasim_ros.core.state.commands import JointCommand, apply_commands, plan_commands
 from metasim_ros.core.state.joints import JointReader, JointReading
 from metasim_ros.core.state.reader import StateReader
 from metasim_ros.core.state.schema import Action, State
@@ -84,15 +86,17 @@ class MujocoHandler:
         num_envs: int = 1,
         robots: list[str] | None = None,
         *,
-        kp: float = 100.0,
-        kd: float = 10.0,
+        kp: Gains = 100.0,
+        kd: Gains = 10.0,
+        actuation: str = "pd",
         camera_size: tuple[int, int] | None = None,
         fast_render: bool = True,
         derived_tolerance: float = 1e-6,
     ) -> None:
         """scene: MJCF/URDF path, MJCF text, or None for the embedded default scene.
 
-        kp, kd: PD gains for robot joints driven by motors. camera_size: (width, height)
+        kp, kd: PD gains for robot joints driven by motors, one value or {joint: value,
+        "*": default}; actuation: their law, "pd" or "stable_pd". camera_size: (width, height)
         for every camera (default: the camera's `resolution`, else the offscreen size).
         fast_render: no shadows/MSAA. derived_tolerance: how far a read-only value given
         to set_states may be from the value the joints produce.
@@ -111,7 +115,9 @@ class MujocoHandler:
         self.joint_names = scene_mod.names(m, mujoco.mjtObj.mjOBJ_JOINT, m.njnt)
         self.cameras = scene_mod.names(m, mujoco.mjtObj.mjOBJ_CAMERA, m.ncam)
         self._key = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_KEY, INITIAL_KEYFRAME)
-        self._targets = JointTargets(m, self.robots, num_envs, kp, kd)
+        self._targets = JointTargets(m, self.robots, num_envs)
+        robot_joints = [j for r in self.robots for j in r.joints]
+        self._actuation = Actuation(m, self._targets, robot_joints, kp, kd, actuation)
         self._camera_poses = CameraPoses(m, camera_size)
         self._fast_render = fast_render
         self._renderer: CameraRenderer | None = None
@@ -309,16 +315,32 @@ class MujocoHandler:
         if actions is not None:
             for plan in self._plans(actions, None, "actions", action=True):
                 self._writer.apply_targets(plan)
-        m, pd, step = self._model, self._targets.has_pd, mujoco.mj_step
+        m, act, step = self._model, self._actuation, mujoco.mj_step
         for e, d in enumerate(self._datas):
-            if pd:
+            if not act.busy(e):
                 for _ in range(n):
-                    self._targets.apply_pd(e, d)
                     step(m, d)
+            elif act.split:
+                for _ in range(n):
+                    mujoco.mj_step1(m, d)
+                    act.apply(e, d)
+                    mujoco.mj_step2(m, d)
             else:
                 for _ in range(n):
+                    act.apply(e, d)
                     step(m, d)
             self._stale[e] = self._stale[e] or n > 0
+
+    def command(
+        self, commands: Mapping[str, JointCommand], env_ids: Sequence[int] | None = None
+    ) -> None:
+        """Joint commands by name, routed to what drives each joint (core.state.commands);
+        they persist. Validated first: a refused command changes nothing."""
+        ids = self._env_ids(env_ids)
+        plan = plan_commands(self._targets, commands)
+        for e in ids:
+            with self.editing(e) as data:
+                apply_commands(self._targets, e, data, plan)
 
     def divergence(self) -> dict[int, str]:
         """Environments whose physics blew up since the last call: {env: what MuJoCo saw}.
@@ -375,19 +397,20 @@ class MujocoHandler:
         self._sync((e,))
         return self._joints.read(self._datas[e], e, reference)
 
-    def _backup(self, env_id: int) -> tuple[mujoco.MjData, np.ndarray, np.ndarray, bool]:
+    def _backup(self, env_id: int) -> tuple:
+        t = self._targets
         return (
             copy.copy(self._datas[env_id]),
-            self._targets.pos[env_id].copy(),
-            self._targets.vel[env_id].copy(),
+            [a[env_id].copy() for a in (t.pos, t.vel, t.effort, t.mode)],
             self._stale[env_id],
         )
 
     def _put_back(self, env_id: int, backup: tuple) -> None:
-        data, pos, vel, stale = backup
+        data, arrays, stale = backup
         mujoco.mj_copyData(self._datas[env_id], self._model, data)
-        self._targets.pos[env_id] = pos
-        self._targets.vel[env_id] = vel
+        t = self._targets
+        for dest, saved in zip((t.pos, t.vel, t.effort, t.mode), arrays):
+            dest[env_id] = saved
         self._stale[env_id] = stale
 
     def close(self) -> None:

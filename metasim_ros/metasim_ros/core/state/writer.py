@@ -41,7 +41,7 @@ from metasim_ros.core.state.schema import (
     as_quat,
     as_scalar,
 )
-from metasim_ros.core.state.targets import JointTargets
+from metasim_ros.core.state.targets import POSITION, JointTargets
 
 
 @dataclass
@@ -305,11 +305,13 @@ class StateWriter:
         mujoco.mj_forward(self._model, d)
 
     def apply_targets(self, plan: Plan) -> None:
-        """Store the plan's targets; position servos get their new ctrl at once."""
+        """Store the plan's targets (their joints return to position mode); servos and
+        velocity actuators get their new ctrl at once."""
         t, env = self._targets, plan.env
         for i, v in plan.pos_target.items():
             t.pos[env, i] = v
         for i, v in plan.vel_target.items():
             t.vel[env, i] = v
         changed = np.fromiter({*plan.pos_target, *plan.vel_target}, dtype=np.intp)
-        t.write_servos(env, plan.data, changed)
+        t.mode[env, changed] = POSITION
+        t.write_ctrl(env, plan.data, changed)

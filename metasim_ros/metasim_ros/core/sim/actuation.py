@@ -1,0 +1,170 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
+"""Actuation laws run before every physics step: PD and stable PD for motor-driven
+joints, and the advancing position target of a position servo in velocity mode.
+
+PD: force = kp*(p* - q) + kd*(v* - qdot), explicit: it diverges once kp*dt^2 or kd*dt
+outgrow the joint's inertia. Stable PD (Tan, Liu & Turk, "Stable Proportional-Derivative
+Controllers", 2011) evaluates the law at the next step's state,
+    force = kp*(p* - q - dt*qdot) + kd*(v* - qdot) - kd*dt*qacc,
+with qacc from (M + kd*dt) qacc = f + kp*(p* - q - dt*qdot) + kd*(v* - qdot), where f are
+the passive, bias and applied forces at the current state. The mass matrix enters through
+MuJoCo's own factorisation (mj_solveM) and the Woodbury identity, so the law needs the
+position and velocity stages of the current state: the handler steps with mj_step1, this
+law, mj_step2 (bitwise the same integration as mj_step). Velocity mode is the same law
+with kp = 0; motors in effort mode are left alone (their ctrl was written once).
+Constraint and other actuators' forces are not in f, as in the paper.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import mujoco
+import numpy as np
+
+from metasim_ros.core.errors import ConfigurationError
+from metasim_ros.core.state.targets import EFFORT, POSITION, VELOCITY, JointTargets
+
+#: Values of the node's `actuation` parameter.
+LAWS = ("pd", "stable_pd")
+
+Gains = float | Mapping[str, float]
+
+
+def parse_gains(entries: Sequence[str], what: str) -> dict[str, float]:
+    """Gain entries as a parameter holds them: "100" (every motor joint) and/or
+    "joint=value" -> {"*": 100.0, "joint": value}."""
+    gains: dict[str, float] = {}
+    for entry in entries:
+        name, _, value = entry.rpartition("=")
+        name = name.strip() or "*"
+        try:
+            number = float(value)
+        except ValueError:
+            raise ConfigurationError(
+                f"{what}: {entry!r} is neither a number nor joint=number"
+            ) from None
+        if not (np.isfinite(number) and number >= 0):
+            raise ConfigurationError(f"{what}: {entry!r} must be a finite number >= 0")
+        if name in gains:
+            raise ConfigurationError(f"{what}: {name!r} given twice")
+        gains[name] = number
+    return gains
+
+
+def _per_joint(gains: Gains, names: Sequence[str], known: Sequence[str], what: str) -> np.ndarray:
+    """One gain per motor joint from a value or {joint: value, "*": default}."""
+    if not isinstance(gains, Mapping):
+        return np.full(len(names), float(gains))
+    unknown = sorted(set(gains) - {"*", *known})
+    if unknown:
+        raise ConfigurationError(f"{what}: no robot joint named {unknown[0]!r}")
+    not_motor = sorted(set(gains) - {"*", *names})
+    if not_motor:
+        raise ConfigurationError(
+            f"{what}: joint {not_motor[0]!r} is not driven by a motor (gains apply to motors)"
+        )
+    default = float(gains.get("*", 0.0))
+    return np.array([float(gains.get(n, default)) for n in names])
+
+
+class Actuation:
+    """The per-step laws of one handler's robot joints."""
+
+    def __init__(
+        self,
+        model: mujoco.MjModel,
+        targets: JointTargets,
+        robot_joints: Sequence[str],
+        kp: Gains,
+        kd: Gains,
+        law: str = "pd",
+    ) -> None:
+        """kp, kd: one value for every motor joint, or {joint: value, "*": default}."""
+        if law not in LAWS:
+            raise ConfigurationError(f"actuation: {law!r} is not one of {', '.join(LAWS)}")
+        self._model = model
+        self._t = targets
+        self.law = law
+        self.dt = float(model.opt.timestep)
+        i = targets.motor_idx
+        names = [targets.names[k] for k in i]
+        self.kp = _per_joint(kp, names, robot_joints, "kp")
+        self.kd = _per_joint(kd, names, robot_joints, "kd")
+        self._motor_act = targets.act[i]
+        self._motor_q = targets.qadr[i]
+        self._motor_dof = targets.dadr[i]
+        self._motor_scale = targets.motor_scale[i]
+        self._f = np.empty((1, model.nv))
+        self._y = np.empty((1, model.nv))
+
+    @property
+    def split(self) -> bool:
+        """Stable PD needs the current state's mass matrix: step as mj_step1, law, mj_step2."""
+        return self.law == "stable_pd" and len(self._motor_act) > 0
+
+    def busy(self, env: int) -> bool:
+        """Whether anything must run before each step of `env` (cheap: called per batch)."""
+        t = self._t
+        return bool(
+            (t.mode[env, t.motor_idx] != EFFORT).any()
+            or (t.mode[env, t.servo_idx] == VELOCITY).any()
+        )
+
+    def apply(self, env: int, data: mujoco.MjData) -> None:
+        """Write the ctrl the laws give for the coming step of `env`."""
+        t = self._t
+        sv = t.servo_idx[t.mode[env, t.servo_idx] == VELOCITY]
+        if sv.size:
+            lo, hi = t.range
+            t.pos[env, sv] = np.clip(t.pos[env, sv] + self.dt * t.vel[env, sv], lo[sv], hi[sv])
+            data.ctrl[t.act[sv]] = t.servo_ctrl(env, sv)
+        i = t.motor_idx
+        if i.size == 0:
+            return
+        mode = t.mode[env, i]
+        on = mode != EFFORT
+        if not on.any():
+            return
+        kp = np.where(mode == POSITION, self.kp, 0.0)
+        q, qd = data.qpos[self._motor_q], data.qvel[self._motor_dof]
+        if self.law == "pd":
+            force = kp * (t.pos[env, i] - q) + self.kd * (t.vel[env, i] - qd)
+        else:
+            force = self._stable(env, data, kp, q, qd, on)
+        data.ctrl[self._motor_act[on]] = self._motor_scale[on] * force[on]
+
+    def _stable(
+        self,
+        env: int,
+        data: mujoco.MjData,
+        kp: np.ndarray,
+        q: np.ndarray,
+        qd: np.ndarray,
+        on: np.ndarray,
+    ) -> np.ndarray:
+        """Stable PD forces of the motor joints (see the module docstring)."""
+        t, m, dt = self._t, self._model, self.dt
+        i = t.motor_idx
+        force = kp * (t.pos[env, i] - q - dt * qd) + self.kd * (t.vel[env, i] - qd)
+        f = self._f
+        np.subtract(data.qfrc_passive, data.qfrc_bias, out=f[0])
+        f[0] += data.qfrc_applied
+        f[0, self._motor_dof[on]] += force[on]
+        damped = on & (self.kd > 0)
+        dofs = self._motor_dof[damped]
+        if dofs.size == 0:
+            return force
+        y = self._y
+        mujoco.mj_solveM(m, data, y, f)
+        unit = np.zeros((dofs.size, m.nv))
+        unit[np.arange(dofs.size), dofs] = 1.0
+        z = np.empty_like(unit)  # rows: M^-1 e_s
+        mujoco.mj_solveM(m, data, z, unit)
+        damping = self.kd[damped] * dt
+        # Woodbury: (M + P D P^T)^-1 f = y - Z^T (D^-1 + P^T M^-1 P)^-1 P^T y
+        system = np.diag(1.0 / damping) + z[:, dofs]
+        qacc = y[0] - z.T @ np.linalg.solve(system, y[0, dofs])
+        force[damped] -= damping * qacc[dofs]
+        return force
