@@ -235,6 +235,13 @@ class SimParameters:
         "what MoveIt's simple controller manager calls); its trajectory topic is "
         "~/joint_trajectory",
     )
+    trajectory_rate: float = _p(
+        100.0,
+        "Hz (sim time) at which executed trajectories update the joint targets (the "
+        "controller's update rate)",
+        low=1.0,
+        high=100_000.0,
+    )
     step_limit: int = _p(
         1_000_000,
         "most physics steps one ~/step call may ask for (the simulation is held meanwhile)",

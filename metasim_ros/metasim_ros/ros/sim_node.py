@@ -34,6 +34,7 @@ from metasim_ros.ros.joint_command import JointCommandSubscriber
 from metasim_ros.ros.services import SimServices
 from metasim_ros.ros.streams import Streams
 from metasim_ros.ros.tf import static_message
+from metasim_ros.ros.trajectory_server import TrajectoryServer
 
 #: /tf_static: latched for late joiners (what a StaticTransformBroadcaster does).
 TF_STATIC_QOS = QoSProfile(
@@ -62,6 +63,7 @@ class SimNode(Node):
             kp=parse_gains(p.kp, "kp"),
             kd=parse_gains(p.kd, "kd"),
             actuation=p.actuation,
+            trajectory_rate=p.trajectory_rate,
             camera_size=(p.camera_width, p.camera_height),
             fast_render=p.render_quality == "fast",
         )
@@ -86,6 +88,7 @@ class SimNode(Node):
             callback_group=self.service_group,
         )
         self.joint_command = JointCommandSubscriber(self, self.sim, p.joint_command_topic)
+        self.trajectory_server = TrajectoryServer(self, self.sim, p.trajectory_action)
         self.sim_services = SimServices(self, self.sim, p, self.service_group)
         self.cameras = CameraStreamer(self, self.sim, p)
         self.add_on_set_parameters_callback(parameters.check_update)
@@ -153,7 +156,7 @@ def main(args: list[str] | None = None) -> int:
         print(f"sim_node: cannot start: {exc}", file=sys.stderr)
         rclpy.try_shutdown()
         return 1
-    executor = MultiThreadedExecutor(num_threads=3)
+    executor = MultiThreadedExecutor(num_threads=5)  # trajectory goals wait in theirs
     executor.add_node(node)
     try:
         node.start()

@@ -19,6 +19,7 @@ from metasim_ros.core.scene import loading as scene_mod
 from metasim_ros.core.scene.cameras import CameraPoses, CameraRenderer
 from metasim_ros.core.scene.loading import ModelInfo
 from metasim_ros.core.sim.actuation import Actuation, Gains
+from metasim_ros.core.sim.trajectory import INVALID_GOAL, TrajectoryRunner
 from metasim_ros.core.state.commands import JointCommand, apply_commands, plan_commands
 from metasim_ros.core.state.joints import JointReader, JointReading
 from metasim_ros.core.state.reader import StateReader
@@ -89,6 +90,7 @@ class MujocoHandler:
         kp: Gains = 100.0,
         kd: Gains = 10.0,
         actuation: str = "pd",
+        trajectory_rate: float = 100.0,
         camera_size: tuple[int, int] | None = None,
         fast_render: bool = True,
         derived_tolerance: float = 1e-6,
@@ -96,7 +98,8 @@ class MujocoHandler:
         """scene: MJCF/URDF path, MJCF text, or None for the embedded default scene.
 
         kp, kd: PD gains for robot joints driven by motors, one value or {joint: value,
-        "*": default}; actuation: their law, "pd" or "stable_pd". camera_size: (width, height)
+        "*": default}; actuation: their law, "pd" or "stable_pd". trajectory_rate: Hz
+        (sim time) at which executed trajectories update the targets. camera_size: (width, height)
         for every camera (default: the camera's `resolution`, else the offscreen size).
         fast_render: no shadows/MSAA. derived_tolerance: how far a read-only value given
         to set_states may be from the value the joints produce.
@@ -118,6 +121,11 @@ class MujocoHandler:
         self._targets = JointTargets(m, self.robots, num_envs)
         robot_joints = [j for r in self.robots for j in r.joints]
         self._actuation = Actuation(m, self._targets, robot_joints, kp, kd, actuation)
+        period = round(1.0 / (trajectory_rate * m.opt.timestep)) if trajectory_rate > 0 else 1
+        #: trajectories being executed (core.sim.trajectory), advanced by step()
+        self.trajectories = TrajectoryRunner(
+            m, self._targets, {r.name: list(r.joints) for r in self.robots}, period
+        )
         self._camera_poses = CameraPoses(m, camera_size)
         self._fast_render = fast_render
         self._renderer: CameraRenderer | None = None
@@ -315,6 +323,20 @@ class MujocoHandler:
         if actions is not None:
             for plan in self._plans(actions, None, "actions", action=True):
                 self._writer.apply_targets(plan)
+        runner, left = self.trajectories, n
+        while left > 0:  # controller updates fall between physics steps, in sim time
+            k = left
+            if runner.active:
+                if runner.countdown <= 0:
+                    runner.update(self._datas)
+                    runner.countdown = runner.period
+                k = min(left, runner.countdown)
+                runner.countdown -= k
+            self._advance(k)
+            left -= k
+
+    def _advance(self, n: int) -> None:
+        """n physics steps of every env, with the actuation laws before each."""
         m, act, step = self._model, self._actuation, mujoco.mj_step
         for e, d in enumerate(self._datas):
             if not act.busy(e):
@@ -372,8 +394,9 @@ class MujocoHandler:
     ) -> None:
         """Envs (default: all) back to the initial state ('home' keyframe, else the
         model's defaults) with targets holding it, then `init_states` (one per env
-        reset) through set_states."""
+        reset) through set_states. Trajectories being executed are aborted."""
         ids = self._env_ids(env_ids)
+        self.trajectories.abort_all(INVALID_GOAL, "aborted: the simulation was reset")
         for e in ids:
             d = self._datas[e]
             if self._key >= 0:

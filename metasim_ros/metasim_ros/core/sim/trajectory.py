@@ -1,0 +1,273 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
+"""Trajectory execution in sim time, as joint_trajectory_controller does it.
+
+A `TrajectoryGoal` is validated against the robot's joints, then run by the handler's
+`TrajectoryRunner` from inside `step()`: every `period` physics steps (the controller's
+update rate, in sim time) the active trajectory of each robot is sampled at the current
+sim time, its positions and velocities become the joints' targets (position servos and
+the motor PD law track them), and the tracking is checked:
+- path tolerances while it runs: a violation aborts (PATH_TOLERANCE_VIOLATED);
+- at and after its end: success once every joint is within its goal tolerances; still
+  outside them goal_time_tolerance after the end aborts (GOAL_TOLERANCE_VIOLATED; a
+  goal_time_tolerance of 0 waits for ever, as the controller does).
+Tolerances follow control_msgs/JointTolerance: > 0 is checked, 0 = the default (none
+here), -1 = none. An aborted or cancelled trajectory holds the last desired position.
+Because it runs inside step(), it advances while paused and stepped with ~/step exactly
+as while running. Feedback and the outcome are published by the execution object and
+read from other threads without the simulation lock (plain attribute swaps).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import mujoco
+import numpy as np
+
+from metasim_ros.core.errors import StateValidationError
+from metasim_ros.core.sim.interpolation import Spline, Waypoints
+from metasim_ros.core.state.targets import MOTOR, POSITION, SERVO, JointTargets
+
+#: Outcomes (error codes of control_msgs/FollowJointTrajectory).
+SUCCESSFUL, INVALID_GOAL, INVALID_JOINTS = 0, -1, -2
+OLD_HEADER_TIMESTAMP, PATH_TOLERANCE_VIOLATED, GOAL_TOLERANCE_VIOLATED = -3, -4, -5
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """One joint's tolerance (control_msgs/JointTolerance): > 0 checked, else none."""
+
+    position: float = 0.0
+    velocity: float = 0.0
+
+
+@dataclass
+class TrajectoryGoal:
+    """What a FollowJointTrajectory goal (or a JointTrajectory message) asks for."""
+
+    joints: list[str]
+    points: Waypoints
+    start: float | None = None  # sim time of time_from_start 0; None = now
+    path_tolerance: dict[str, Tolerance] = field(default_factory=dict)
+    goal_tolerance: dict[str, Tolerance] = field(default_factory=dict)
+    goal_time_tolerance: float = 0.0
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """One controller update: sim time, waypoint index, desired (p, v, a), actual (p, v)."""
+
+    time: float
+    index: int
+    desired: tuple[np.ndarray, np.ndarray, np.ndarray]
+    actual: tuple[np.ndarray, np.ndarray]
+
+    @property
+    def error(self) -> tuple[np.ndarray, np.ndarray]:
+        """desired - actual (position, velocity)."""
+        return self.desired[0] - self.actual[0], self.desired[1] - self.actual[1]
+
+
+def _limits(tolerances: dict[str, Tolerance], joints: Sequence[str]) -> np.ndarray | None:
+    """[2, J] limits (inf = unchecked), None if nothing is checked."""
+    lim = np.full((2, len(joints)), np.inf)
+    for k, name in enumerate(joints):
+        tol = tolerances.get(name)
+        if tol is not None:
+            lim[0, k] = tol.position if tol.position > 0 else np.inf
+            lim[1, k] = tol.velocity if tol.velocity > 0 else np.inf
+    return None if np.isinf(lim).all() else lim
+
+
+def _violation(
+    limits: np.ndarray | None, joints: Sequence[str], error: tuple[np.ndarray, np.ndarray]
+) -> str | None:
+    if limits is None:
+        return None
+    for row, what in enumerate(("position", "velocity")):
+        over = np.flatnonzero(np.abs(error[row]) > limits[row])
+        if over.size:
+            k = int(over[0])
+            return (
+                f"{joints[k]} {what} error {error[row][k]:.6g} exceeds the tolerance "
+                f"{limits[row][k]:g}"
+            )
+    return None
+
+
+class TrajectoryExecution:
+    """One accepted trajectory: sampled by the runner, watched by the action server."""
+
+    def __init__(self, robot: str, goal: TrajectoryGoal, index: np.ndarray) -> None:
+        self.robot = robot
+        self.goal = goal
+        self.joints = list(goal.joints)
+        self.index = index  # target indices of the joints
+        self.spline: Spline | None = None  # made at the first update (needs the state)
+        self.feedback: Feedback | None = None
+        self.error_code: int | None = None  # None while it runs
+        self.error_string = ""
+        self.done = threading.Event()
+        self._path = _limits(goal.path_tolerance, self.joints)
+        self._goal = _limits(goal.goal_tolerance, self.joints)
+
+    @property
+    def active(self) -> bool:
+        """Not finished (succeeded, aborted, preempted or cancelled)."""
+        return self.error_code is None
+
+    def finish(self, code: int, text: str) -> None:
+        """End it (first outcome wins) and wake whoever waits on it."""
+        if self.error_code is None:
+            self.error_string = text
+            self.error_code = code
+            self.done.set()
+
+    def update(self, t: float, q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Sample at sim time t against the actual q, qd; return the targets (p, v)."""
+        p, v, a = self.spline.sample(t)
+        fb = Feedback(
+            t,
+            max(0, min(self.spline.segment(t), len(self.goal.points.times) - 1)),
+            (p, v, a),
+            (q, qd),
+        )
+        self.feedback = fb
+        error = fb.error
+        if t < self.spline.end:
+            bad = _violation(self._path, self.joints, error)
+            if bad:
+                self.finish(PATH_TOLERANCE_VIOLATED, f"path tolerance violated: {bad}")
+            return p, v
+        bad = _violation(self._goal, self.joints, error)
+        if bad is None:
+            self.finish(SUCCESSFUL, "")
+        elif 0 < self.goal.goal_time_tolerance < t - self.spline.end:
+            self.finish(
+                GOAL_TOLERANCE_VIOLATED,
+                f"goal tolerance violated {t - self.spline.end:.6g} s after the end "
+                f"(goal_time_tolerance {self.goal.goal_time_tolerance:g} s): {bad}",
+            )
+        return p, v
+
+
+class TrajectoryRunner:
+    """The active trajectory of each robot, advanced from the handler's step()."""
+
+    def __init__(
+        self,
+        model: mujoco.MjModel,
+        targets: JointTargets,
+        robot_joints: dict[str, list[str]],
+        period: int,
+    ) -> None:
+        self._t = targets
+        self._robot_joints = robot_joints
+        self.period = max(1, int(period))
+        self.countdown = 0
+        self.running: dict[str, TrajectoryExecution] = {}
+        self._dt = float(model.opt.timestep)
+
+    @property
+    def active(self) -> bool:
+        """Some robot has a trajectory to advance."""
+        return bool(self.running)
+
+    def check(self, robot: str, goal: TrajectoryGoal) -> np.ndarray:
+        """Validate a goal for `robot`; return its joints' target indices."""
+        joints = self._robot_joints.get(robot)
+        if joints is None:
+            raise StateValidationError("trajectory", f"unknown robot {robot!r}")
+        key = f"trajectory.{robot}"
+        if not goal.joints:
+            raise StateValidationError(f"{key}.joint_names", "no joints")
+        if len(set(goal.joints)) != len(goal.joints):
+            raise StateValidationError(f"{key}.joint_names", "a joint is named twice")
+        t = self._t
+        for name in goal.joints:
+            if name not in joints:
+                raise StateValidationError(f"{key}.{name}", f"not a joint of {robot}")
+            if name not in t.index or t.kinds[t.index[name]] not in (SERVO, MOTOR):
+                raise StateValidationError(
+                    f"{key}.{name}",
+                    "not driven by a position servo or a motor (cannot follow positions)",
+                )
+        pts, n = goal.points, len(goal.joints)
+        if pts.positions.ndim != 2 or pts.positions.shape[1] != n or len(pts.times) == 0:
+            raise StateValidationError(f"{key}.points", f"every point needs {n} positions")
+        for what, arr in (("velocities", pts.velocities), ("accelerations", pts.accelerations)):
+            if arr is not None and arr.shape != pts.positions.shape:
+                raise StateValidationError(
+                    f"{key}.points.{what}", f"empty or {n} per point, in every point"
+                )
+        if pts.accelerations is not None and pts.velocities is None:
+            raise StateValidationError(f"{key}.points", "accelerations without velocities")
+        for what, arr in (
+            ("time_from_start", pts.times),
+            ("positions", pts.positions),
+            ("velocities", pts.velocities),
+            ("accelerations", pts.accelerations),
+        ):
+            if arr is not None and not np.isfinite(arr).all():
+                raise StateValidationError(f"{key}.points.{what}", "a value is not finite")
+        if (np.diff(pts.times) <= 0).any() or pts.times[0] < 0:
+            raise StateValidationError(
+                f"{key}.points.time_from_start", "times must increase strictly from >= 0"
+            )
+        for which, tols in (("path", goal.path_tolerance), ("goal", goal.goal_tolerance)):
+            unknown = sorted(set(tols) - set(goal.joints))
+            if unknown:
+                raise StateValidationError(
+                    f"{key}.{which}_tolerance.{unknown[0]}", "not a joint of the trajectory"
+                )
+        return np.array([t.index[n] for n in goal.joints], dtype=np.intp)
+
+    def start(
+        self, robot: str, goal: TrajectoryGoal, now: float
+    ) -> tuple[TrajectoryExecution, TrajectoryExecution | None]:
+        """Make `goal` the robot's trajectory (checked); return it and the one it preempts."""
+        index = self.check(robot, goal)
+        if goal.start is not None and goal.start + goal.points.times[-1] < now:
+            raise StateValidationError(
+                f"trajectory.{robot}.header.stamp",
+                f"the trajectory ended before now (sim time {now:.6g} s)",
+            )
+        execution = TrajectoryExecution(robot, goal, index)
+        old = self.running.get(robot)
+        self.running[robot] = execution
+        self.countdown = 0  # sample at once
+        return execution, old
+
+    def abort_all(self, code: int, text: str) -> None:
+        """End every execution (the state they tracked is gone)."""
+        for ex in self.running.values():
+            ex.finish(code, text)
+        self.running.clear()
+
+    def update(self, data_by_env: Sequence[mujoco.MjData]) -> None:
+        """One controller update: sample every active trajectory at env 0's sim time and
+        write the targets into every env (actual values and tolerances: env 0)."""
+        t = self._t
+        d0 = data_by_env[0]
+        for robot, ex in list(self.running.items()):
+            i = ex.index
+            if ex.spline is None:
+                start = d0.time if ex.goal.start is None else ex.goal.start
+                state = (t.pos[0, i], t.vel[0, i], np.zeros(i.size))
+                ex.spline = Spline(start, state, ex.goal.points)
+            if ex.active:
+                q, qd = d0.qpos[t.qadr[i]], d0.qvel[t.dadr[i]]
+                p, v = ex.update(d0.time, q, qd)
+            if not ex.active:  # finished now or before: hold the last desired position
+                del self.running[robot]
+                if ex.feedback is None:
+                    continue
+                p, v = ex.feedback.desired[0], np.zeros(i.size)
+            for env, data in enumerate(data_by_env):
+                t.pos[env, i] = p
+                t.vel[env, i] = v
+                t.mode[env, i] = POSITION
+                t.write_ctrl(env, data, i)
