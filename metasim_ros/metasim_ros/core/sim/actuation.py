@@ -106,11 +106,7 @@ class Actuation:
 
     def busy(self, env: int) -> bool:
         """Whether anything must run before each step of `env` (cheap: called per batch)."""
-        t = self._t
-        return bool(
-            (t.mode[env, t.motor_idx] != EFFORT).any()
-            or (t.mode[env, t.servo_idx] == VELOCITY).any()
-        )
+        return self._t.stepping[env]
 
     def apply(self, env: int, data: mujoco.MjData) -> None:
         """Write the ctrl the laws give for the coming step of `env`."""

@@ -434,6 +434,7 @@ class MujocoHandler:
         t = self._targets
         for dest, saved in zip((t.pos, t.vel, t.effort, t.mode), arrays):
             dest[env_id] = saved
+        t.modes_changed(env_id)
         self._stale[env_id] = stale
 
     def close(self) -> None:

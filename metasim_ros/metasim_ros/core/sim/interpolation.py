@@ -7,7 +7,8 @@ when the points hold positions only, cubic (Hermite) when both hold velocities, 
 when both also hold accelerations. Before the first point the trajectory runs from the
 state it started in (position, velocity, acceleration at its start time) to that point;
 after the last point it holds it. Coefficients are computed once per trajectory, so a
-sample is a segment lookup and three small matrix-vector products.
+sample is a segment lookup and three small matrix-vector products; `sample_many` samples
+a whole block of update times in one go (the executor's fast path).
 """
 
 from __future__ import annotations
@@ -103,6 +104,23 @@ class Spline:
         hold = np.zeros_like(p_prev)
         self._final = (points.positions[-1], hold, hold)  # held at rest after the end
         self._times = self.times.tolist()
+
+    def sample_many(self, times: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(positions, velocities, accelerations) [len(times), J] at many sim times at once."""
+        rel = np.asarray(times, dtype=np.float64) - self.start
+        n_seg = len(self._c)
+        k = np.clip(np.searchsorted(self.times, rel, side="right") - 1, 0, n_seg - 1)
+        seg_start = self.times[k]
+        tau = np.clip(rel - seg_start, 0.0, self.times[k + 1] - seg_start)
+        powers = tau[:, None] ** np.arange(6)  # [T, 6]
+        c = self._c[k]  # [T, J, 6]
+        p = np.einsum("tjc,tc->tj", c, powers)
+        v = np.einsum("tjc,tc->tj", c[:, :, 1:], _D1 * powers[:, :5])
+        a = np.einsum("tjc,tc->tj", c[:, :, 2:], _D2 * powers[:, :4])
+        after = rel >= self.times[-1]
+        if after.any():  # held at rest after the end
+            p[after], v[after], a[after] = self._final
+        return p, v, a
 
     def segment(self, t: float) -> int:
         """Index of the waypoint being approached at sim time t (len(points) after the end)."""

@@ -98,6 +98,10 @@ def _violation(
     return None
 
 
+#: Controller updates sampled at once (the spline is evaluated per block, not per update).
+BLOCK = 50
+
+
 class TrajectoryExecution:
     """One accepted trajectory: sampled by the runner, watched by the action server."""
 
@@ -107,17 +111,28 @@ class TrajectoryExecution:
         self.joints = list(goal.joints)
         self.index = index  # target indices of the joints
         self.spline: Spline | None = None  # made at the first update (needs the state)
-        self.feedback: Feedback | None = None
         self.error_code: int | None = None  # None while it runs
         self.error_string = ""
         self.done = threading.Event()
         self._path = _limits(goal.path_tolerance, self.joints)
         self._goal = _limits(goal.goal_tolerance, self.joints)
+        self._block: tuple | None = None  # (first time, spacing, P, V, A, ctrl of servos)
+        self._last: tuple | None = None  # (time, row, block, q, qd) of the latest update
 
     @property
     def active(self) -> bool:
         """Not finished (succeeded, aborted, preempted or cancelled)."""
         return self.error_code is None
+
+    @property
+    def feedback(self) -> Feedback | None:
+        """The latest controller update (None before the first)."""
+        last = self._last
+        if last is None:
+            return None
+        t, row, block, q, qd = last
+        index = max(0, min(self.spline.segment(t), len(self.goal.points.times) - 1))
+        return Feedback(t, index, (block[2][row], block[3][row], block[4][row]), (q, qd))
 
     def finish(self, code: int, text: str) -> None:
         """End it (first outcome wins) and wake whoever waits on it."""
@@ -126,23 +141,29 @@ class TrajectoryExecution:
             self.error_code = code
             self.done.set()
 
-    def update(self, t: float, q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Sample at sim time t against the actual q, qd; return the targets (p, v)."""
-        p, v, a = self.spline.sample(t)
-        fb = Feedback(
-            t,
-            max(0, min(self.spline.segment(t), len(self.goal.points.times) - 1)),
-            (p, v, a),
-            (q, qd),
-        )
-        self.feedback = fb
-        error = fb.error
+    def row(self, t: float, spacing: float, servo: tuple) -> tuple[tuple, int]:
+        """The block holding the sample at sim time t (sampled anew when t leaves it);
+        servo: (columns, gear, kv/kp) of the position servos among the joints."""
+        block = self._block
+        if block is not None:
+            k = round((t - block[0]) / spacing)
+            if 0 <= k < BLOCK and abs(block[0] + k * spacing - t) < 1e-9:
+                return block, k
+        p, v, a = self.spline.sample_many(t + spacing * np.arange(BLOCK))
+        cols, gear, ratio = servo[:3]
+        self._block = block = (t, spacing, p, v, a, gear * (p[:, cols] + ratio * v[:, cols]))
+        return block, 0
+
+    def check(self, t: float, block: tuple, row: int, q: np.ndarray, qd: np.ndarray) -> None:
+        """Record the update and judge the tracking (path, then goal tolerances)."""
+        self._last = (t, row, block, q, qd)
         if t < self.spline.end:
-            bad = _violation(self._path, self.joints, error)
-            if bad:
-                self.finish(PATH_TOLERANCE_VIOLATED, f"path tolerance violated: {bad}")
-            return p, v
-        bad = _violation(self._goal, self.joints, error)
+            if self._path is not None:
+                bad = _violation(self._path, self.joints, self._error(block, row, q, qd))
+                if bad:
+                    self.finish(PATH_TOLERANCE_VIOLATED, f"path tolerance violated: {bad}")
+            return
+        bad = _violation(self._goal, self.joints, self._error(block, row, q, qd))
         if bad is None:
             self.finish(SUCCESSFUL, "")
         elif 0 < self.goal.goal_time_tolerance < t - self.spline.end:
@@ -151,7 +172,10 @@ class TrajectoryExecution:
                 f"goal tolerance violated {t - self.spline.end:.6g} s after the end "
                 f"(goal_time_tolerance {self.goal.goal_time_tolerance:g} s): {bad}",
             )
-        return p, v
+
+    @staticmethod
+    def _error(block: tuple, row: int, q: np.ndarray, qd: np.ndarray) -> tuple:
+        return block[2][row] - q, block[3][row] - qd
 
 
 class TrajectoryRunner:
@@ -169,7 +193,9 @@ class TrajectoryRunner:
         self.period = max(1, int(period))
         self.countdown = 0
         self.running: dict[str, TrajectoryExecution] = {}
-        self._dt = float(model.opt.timestep)
+        self._spacing = self.period * float(model.opt.timestep)  # sim s between updates
+        #: per robot: (targets, qpos, dofs, servo actuators, servo columns, gear, kv/kp)
+        self._layout: dict[str, tuple] = {}
 
     @property
     def active(self) -> bool:
@@ -252,22 +278,52 @@ class TrajectoryRunner:
         write the targets into every env (actual values and tolerances: env 0)."""
         t = self._t
         d0 = data_by_env[0]
+        now = d0.time
         for robot, ex in list(self.running.items()):
-            i = ex.index
             if ex.spline is None:
-                start = d0.time if ex.goal.start is None else ex.goal.start
-                state = (t.pos[0, i], t.vel[0, i], np.zeros(i.size))
-                ex.spline = Spline(start, state, ex.goal.points)
+                self._begin(robot, ex, now, len(data_by_env))
+            lay = self._layout[robot]
+            i, qadr, dadr, acts = lay[:4]
             if ex.active:
-                q, qd = d0.qpos[t.qadr[i]], d0.qvel[t.dadr[i]]
-                p, v = ex.update(d0.time, q, qd)
+                block, row = ex.row(now, self._spacing, lay[4:])
+                ex.check(now, block, row, d0.qpos[qadr].copy(), d0.qvel[dadr].copy())
+                p, v, ctrl = block[2][row], block[3][row], block[5][row]
             if not ex.active:  # finished now or before: hold the last desired position
                 del self.running[robot]
-                if ex.feedback is None:
+                last = ex.feedback
+                if last is None:
                     continue
-                p, v = ex.feedback.desired[0], np.zeros(i.size)
+                p, v = last.desired[0], np.zeros(len(ex.joints))
+                ctrl = lay[5] * p[lay[4]]
             for env, data in enumerate(data_by_env):
                 t.pos[env, i] = p
                 t.vel[env, i] = v
-                t.mode[env, i] = POSITION
-                t.write_ctrl(env, data, i)
+                data.ctrl[acts] = ctrl
+
+    def _begin(self, robot: str, ex: TrajectoryExecution, now: float, num_envs: int) -> None:
+        """First update of an execution: its spline from the current targets, its joints
+        in position mode, and where its values sit (slices where contiguous: fast)."""
+        t, i = self._t, ex.index
+        start = now if ex.goal.start is None else ex.goal.start
+        ex.spline = Spline(start, (t.pos[0, i], t.vel[0, i], np.zeros(i.size)), ex.goal.points)
+        for env in range(num_envs):
+            t.mode[env, i] = POSITION
+            t.modes_changed(env)
+        cols = np.flatnonzero(np.isin(i, t.servo_idx))
+        servos = i[cols]
+        self._layout[robot] = (
+            _compact(i),
+            _compact(t.qadr[i]),
+            _compact(t.dadr[i]),
+            _compact(t.act[servos]),
+            cols,
+            t.gear[servos],
+            t.servo_ratio[servos],
+        )
+
+
+def _compact(idx: np.ndarray) -> slice | np.ndarray:
+    """A slice when the indices are consecutive (basic indexing is several times faster)."""
+    if idx.size and np.array_equal(idx, np.arange(idx[0], idx[0] + idx.size)):
+        return slice(int(idx[0]), int(idx[0]) + idx.size)
+    return idx

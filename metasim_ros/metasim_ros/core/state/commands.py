@@ -121,6 +121,7 @@ def apply_commands(targets: JointTargets, env: int, data: mujoco.MjData, plan: C
         else:
             targets.effort[env, i] = c.effort
         targets.mode[env, i] = mode
+    targets.modes_changed(env)
     if plan.targets:
         targets.write_ctrl(env, data, np.fromiter(plan.targets, dtype=np.intp))
     for dof, effort in plan.applied.items():

@@ -141,6 +141,18 @@ class JointTargets:
         self.vel = np.zeros((num_envs, n))
         self.effort = np.zeros((num_envs, n))
         self.mode = np.zeros((num_envs, n), dtype=np.int8)
+        #: per env: a law must run before every step (see `modes_changed`)
+        self.stepping = [False] * num_envs
+        self.modes_changed()
+
+    def modes_changed(self, env: int | None = None) -> None:
+        """Recompute `stepping` after `mode` was written (cheap to read per batch):
+        motors outside effort mode need the PD law, servos in velocity mode a moving target."""
+        for e in range(len(self.stepping)) if env is None else (env,):
+            self.stepping[e] = bool(
+                (self.mode[e, self.motor_idx] != EFFORT).any()
+                or (self.mode[e, self.servo_idx] == VELOCITY).any()
+            )
 
     def hold(self, env: int, data: mujoco.MjData) -> None:
         """Targets = the current joint positions at rest (what a reset should hold)."""
@@ -148,6 +160,7 @@ class JointTargets:
         self.vel[env] = 0.0
         self.effort[env] = 0.0
         self.mode[env] = POSITION
+        self.modes_changed(env)
         self.write_ctrl(env, data, np.arange(len(self.names)))
 
     def servo_ctrl(self, env: int, i: int | np.ndarray) -> float | np.ndarray:

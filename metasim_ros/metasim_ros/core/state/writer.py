@@ -314,4 +314,5 @@ class StateWriter:
             t.vel[env, i] = v
         changed = np.fromiter({*plan.pos_target, *plan.vel_target}, dtype=np.intp)
         t.mode[env, changed] = POSITION
+        t.modes_changed(env)
         t.write_ctrl(env, plan.data, changed)
