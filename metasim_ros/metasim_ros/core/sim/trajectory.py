@@ -99,7 +99,10 @@ def _violation(
 
 
 #: Controller updates sampled at once (the spline is evaluated per block, not per update).
-BLOCK = 50
+BLOCK = 200
+#: Feedback is recorded every this many updates (and at the end): 20 Hz at the default
+#: 100 Hz, the controller's default action_monitor_rate.
+FEEDBACK_EVERY = 5
 
 
 class TrajectoryExecution:
@@ -116,8 +119,12 @@ class TrajectoryExecution:
         self.done = threading.Event()
         self._path = _limits(goal.path_tolerance, self.joints)
         self._goal = _limits(goal.goal_tolerance, self.joints)
-        self._block: tuple | None = None  # (first time, spacing, P, V, A, ctrl of servos)
-        self._last: tuple | None = None  # (time, row, block, q, qd) of the latest update
+        #: sampled updates (times, P, V, A, servo ctrl) and the row the next update takes
+        self.block: tuple | None = None
+        self.next_row = 0
+        self.updates = 0
+        self.path_checked = self._path is not None
+        self._last: tuple | None = None  # (time, row, block, q, qd) of a recent update
 
     @property
     def active(self) -> bool:
@@ -132,7 +139,7 @@ class TrajectoryExecution:
             return None
         t, row, block, q, qd = last
         index = max(0, min(self.spline.segment(t), len(self.goal.points.times) - 1))
-        return Feedback(t, index, (block[2][row], block[3][row], block[4][row]), (q, qd))
+        return Feedback(t, index, (block[1][row], block[2][row], block[3][row]), (q, qd))
 
     def finish(self, code: int, text: str) -> None:
         """End it (first outcome wins) and wake whoever waits on it."""
@@ -141,22 +148,26 @@ class TrajectoryExecution:
             self.error_code = code
             self.done.set()
 
-    def row(self, t: float, spacing: float, servo: tuple) -> tuple[tuple, int]:
-        """The block holding the sample at sim time t (sampled anew when t leaves it);
+    def resample(self, t: float, spacing: float, servo: tuple) -> tuple:
+        """Sample the next BLOCK updates from sim time t: (times, P, V, A, servo ctrl);
         servo: (columns, gear, kv/kp) of the position servos among the joints."""
-        block = self._block
-        if block is not None:
-            k = round((t - block[0]) / spacing)
-            if 0 <= k < BLOCK and abs(block[0] + k * spacing - t) < 1e-9:
-                return block, k
-        p, v, a = self.spline.sample_many(t + spacing * np.arange(BLOCK))
-        cols, gear, ratio = servo[:3]
-        self._block = block = (t, spacing, p, v, a, gear * (p[:, cols] + ratio * v[:, cols]))
-        return block, 0
+        times = t + spacing * np.arange(BLOCK)
+        p, v, a = self.spline.sample_many(times)
+        cols, gear, ratio = servo
+        self.block = (times.tolist(), p, v, a, gear * (p[:, cols] + ratio * v[:, cols]))
+        self.next_row = 0
+        return self.block
 
-    def check(self, t: float, block: tuple, row: int, q: np.ndarray, qd: np.ndarray) -> None:
-        """Record the update and judge the tracking (path, then goal tolerances)."""
-        self._last = (t, row, block, q, qd)
+    def check(self, t: float, block: tuple, row: int, data: mujoco.MjData, qadr, dadr) -> None:
+        """Judge the tracking (path, then goal tolerances) and record feedback."""
+        q, qd = data.qpos[qadr], data.qvel[dadr]
+        if self.updates % FEEDBACK_EVERY == 1:
+            self._last = (t, row, block, q.copy(), qd.copy())
+        self._judge(t, block, row, q, qd)
+        if self.error_code is not None:  # the last word: the update that decided it
+            self._last = (t, row, block, q.copy(), qd.copy())
+
+    def _judge(self, t: float, block: tuple, row: int, q: np.ndarray, qd: np.ndarray) -> None:
         if t < self.spline.end:
             if self._path is not None:
                 bad = _violation(self._path, self.joints, self._error(block, row, q, qd))
@@ -175,7 +186,7 @@ class TrajectoryExecution:
 
     @staticmethod
     def _error(block: tuple, row: int, q: np.ndarray, qd: np.ndarray) -> tuple:
-        return block[2][row] - q, block[3][row] - qd
+        return block[1][row] - q, block[2][row] - qd
 
 
 class TrajectoryRunner:
@@ -283,18 +294,23 @@ class TrajectoryRunner:
             if ex.spline is None:
                 self._begin(robot, ex, now, len(data_by_env))
             lay = self._layout[robot]
-            i, qadr, dadr, acts = lay[:4]
-            if ex.active:
-                block, row = ex.row(now, self._spacing, lay[4:])
-                ex.check(now, block, row, d0.qpos[qadr].copy(), d0.qvel[dadr].copy())
-                p, v, ctrl = block[2][row], block[3][row], block[5][row]
-            if not ex.active:  # finished now or before: hold the last desired position
+            if ex.error_code is None:  # the hot path: runs every update, keep it lean
+                block, row = ex.block, ex.next_row
+                if block is None or row >= BLOCK or abs(block[0][row] - now) > 1e-9:
+                    block, row = ex.resample(now, self._spacing, lay[4:]), 0
+                ex.next_row = row + 1
+                ex.updates += 1
+                if ex.updates % FEEDBACK_EVERY == 1 or ex.path_checked or now >= ex.spline.end:
+                    ex.check(now, block, row, d0, lay[1], lay[2])
+                p, v, ctrl = block[1][row], block[2][row], block[4][row]
+            if ex.error_code is not None:  # finished now or before: hold the last desired
                 del self.running[robot]
                 last = ex.feedback
                 if last is None:
                     continue
                 p, v = last.desired[0], np.zeros(len(ex.joints))
                 ctrl = lay[5] * p[lay[4]]
+            i, acts = lay[0], lay[3]
             for env, data in enumerate(data_by_env):
                 t.pos[env, i] = p
                 t.vel[env, i] = v
