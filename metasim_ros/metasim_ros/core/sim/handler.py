@@ -24,7 +24,7 @@ from metasim_ros.core.state.commands import JointCommand, apply_commands, plan_c
 from metasim_ros.core.state.joints import JointReader, JointReading
 from metasim_ros.core.state.reader import StateReader
 from metasim_ros.core.state.schema import Action, State
-from metasim_ros.core.state.targets import JointTargets
+from metasim_ros.core.state.targets import POSITION, JointTargets
 from metasim_ros.core.state.writer import Plan, StateWriter
 
 #: The complete physics state: what a snapshot stores and a capture holds.
@@ -194,9 +194,13 @@ class MujocoHandler:
                 f"expected {self._state_size} values, got {state.integration.shape}",
             )
         with self.editing(env_id) as data:
-            if state.pos_target is not None:
-                self._targets.pos[env_id] = state.pos_target
-                self._targets.vel[env_id] = state.vel_target
+            if state.pos_target is not None:  # targets: the joints track them again
+                t = self._targets
+                t.pos[env_id] = state.pos_target
+                t.vel[env_id] = state.vel_target
+                t.effort[env_id] = 0.0
+                t.mode[env_id] = POSITION
+                t.modes_changed(env_id)
             mujoco.mj_setState(self._model, data, state.integration, INTEGRATION_STATE)
 
     @contextmanager
