@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -19,6 +21,7 @@ from metasim_ros.core.sim.trajectory import (
 )
 
 ARM = [f"panda_joint{i}" for i in range(1, 8)]
+ACTUATED = str(Path(__file__).resolve().parents[1] / "ros" / "scenes" / "actuated.xml")
 
 
 def run(h: MujocoHandler, goal: TrajectoryGoal, seconds: float):
@@ -84,3 +87,25 @@ def test_goals_for_joints_that_cannot_follow_are_refused():
         goal = TrajectoryGoal(joints, Waypoints(np.array([0.5]), np.array(pos)))
         with pytest.raises(StateValidationError, match=words):
             h.trajectories.start("franka", goal, 0.0)
+
+
+def test_motor_joints_follow_through_the_pd_law():
+    """A trajectory on a motor (stable PD) and a servo of the actuated rig; a velocity
+    actuator cannot follow positions and is refused."""
+    h = MujocoHandler(ACTUATED, kp=2000.0, kd=80.0, actuation="stable_pd")
+    joints = ["motor_hinge", "servo_hinge"]
+    points = Waypoints(np.array([0.5, 1.0]), np.array([[0.2, 0.3], [0.4, 0.6]]))
+    tol = {j: Tolerance(position=0.01) for j in joints}
+    goal = TrajectoryGoal(joints, points, goal_tolerance=tol, goal_time_tolerance=2.0)
+    ex, _ = h.trajectories.start("rig", goal, h.sim_time())
+    for _ in range(300):
+        h.step(n=10)
+        if not ex.active:
+            break
+    assert ex.error_code == SUCCESSFUL, ex.error_string
+    dof_pos = h.get_states(render=False)[0]["robots"]["rig"]["dof_pos"]
+    assert dof_pos["motor_hinge"] == pytest.approx(0.4, abs=0.01)
+    assert dof_pos["servo_hinge"] == pytest.approx(0.6, abs=0.01)
+    bad = TrajectoryGoal(["velocity_hinge"], Waypoints(np.array([0.5]), np.array([[0.1]])))
+    with pytest.raises(StateValidationError, match="cannot follow positions"):
+        h.trajectories.start("rig", bad, h.sim_time())
