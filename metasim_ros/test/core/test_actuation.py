@@ -70,3 +70,61 @@ def test_stable_pd_matches_its_definition_for_one_joint():
     tau = pd - kd * dt * qacc
     h.step(n=1)
     assert h.synced_data(0).ctrl[a] == pytest.approx(tau / m.actuator_gear[a, 0], rel=1e-12)
+
+
+BALL_ROBOT = """
+<mujoco>
+  <option timestep="0.002" integrator="implicitfast"/>
+  <worldbody>
+    <body name="arm" pos="0 0 1">
+      <geom type="sphere" size="0.05" mass="1" contype="0" conaffinity="0"/>
+      <body name="link">
+        <joint name="shoulder" type="ball"/>
+        <geom type="capsule" fromto="0 0 0 0 0 -0.4" size="0.03" mass="1"
+              contype="0" conaffinity="0"/>
+      </body>
+    </body>
+  </worldbody>
+  <actuator>
+    <motor name="sx" joint="shoulder" gear="1 0 0 0 0 0"/>
+    <motor name="sy" joint="shoulder" gear="0 2 0 0 0 0"/>
+    <motor name="sz" joint="shoulder" gear="0 0 1 0 0 0"/>
+  </actuator>
+</mujoco>
+"""
+TILT = np.array([np.cos(0.3), np.sin(0.3) * 0.6, np.sin(0.3) * 0.8, 0.0])  # 0.6 rad
+
+
+def rotation_error(target: np.ndarray, quat: np.ndarray) -> np.ndarray:
+    err = np.zeros(3)
+    mujoco.mju_subQuat(err, target, quat)
+    return err
+
+
+# plain PD must stay below kd dt / I < 2 for the link's small inertia about its own axis
+@pytest.mark.parametrize("law,kp,kd", [("pd", 40.0, 0.4), ("stable_pd", 4e5, 2 * 4e5 * 0.002)])
+def test_ball_joint_tracks_a_quaternion_target(law, kp, kd):
+    """Three motors on a ball joint: the PD law on the 3-D rotation error (mju_subQuat)
+    brings it to the target; errors reported are MuJoCo's subQuat(target, current)."""
+    h = MujocoHandler(BALL_ROBOT, kp=kp, kd=kd, actuation=law)
+    h.set_states([{"robots": {"arm": {"dof_pos_target": {"shoulder": TILT}}}}])
+    h.step(n=2500)
+    state = h.get_states(render=False)[0]["robots"]["arm"]
+    np.testing.assert_array_equal(state["dof_pos_target"]["shoulder"], TILT)
+    quat = state["dof_pos"]["shoulder"]
+    gravity = 1.0 * 9.81 * 0.2 * np.sin(0.6) / kp  # m g l sin(tilt) / kp
+    assert np.linalg.norm(rotation_error(TILT, quat)) < max(3 * gravity, 1e-4)
+    reading = next(r for r in h.joint_states() if r.name == "shoulder")
+    np.testing.assert_allclose(reading.position_error, rotation_error(TILT, quat), atol=1e-15)
+    assert np.abs(reading.velocity).max() < 1e-3
+
+
+def test_stable_pd_holds_a_ball_joint_where_plain_pd_diverges():
+    kp = 4e5
+    for law, holds in (("pd", False), ("stable_pd", True)):
+        h = MujocoHandler(BALL_ROBOT, kp=kp, kd=2 * kp * 0.002, actuation=law)
+        h.set_states([{"robots": {"arm": {"dof_pos_target": {"shoulder": TILT}}}}])
+        h.step(n=500)
+        quat = h.get_states(render=False)[0]["robots"]["arm"]["dof_pos"]["shoulder"]
+        reached = not h.divergence() and np.linalg.norm(rotation_error(TILT, quat)) < 1e-3
+        assert reached == holds, law

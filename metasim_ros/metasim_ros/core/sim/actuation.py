@@ -89,9 +89,16 @@ class Actuation:
         self.law = law
         self.dt = float(model.opt.timestep)
         i = targets.motor_idx
-        names = [targets.names[k] for k in i]
-        self.kp = _per_joint(kp, names, robot_joints, "kp")
-        self.kd = _per_joint(kd, names, robot_joints, "kd")
+        balls = targets.balls
+        names = [targets.names[k] for k in i] + balls.names
+        kp_all = _per_joint(kp, names, robot_joints, "kp")
+        kd_all = _per_joint(kd, names, robot_joints, "kd")
+        self.kp, self.kd = kp_all[: len(i)], kd_all[: len(i)]
+        self._ball_kp = np.repeat(kp_all[len(i) :], 3)  # per ball dof
+        self._ball_kd = np.repeat(kd_all[len(i) :], 3)
+        self._ball_dofs = np.array(
+            [d for s in balls.dadr for d in range(s.start, s.stop)], dtype=np.intp
+        )
         self._motor_act = targets.act[i]
         self._motor_q = targets.qadr[i]
         self._motor_dof = targets.dadr[i]
@@ -102,7 +109,7 @@ class Actuation:
     @property
     def split(self) -> bool:
         """Stable PD needs the current state's mass matrix: step as mj_step1, law, mj_step2."""
-        return self.law == "stable_pd" and len(self._motor_act) > 0
+        return self.law == "stable_pd" and (len(self._motor_act) > 0 or self._t.balls.names)
 
     def busy(self, env: int) -> bool:
         """Whether anything must run before each step of `env` (cheap: called per batch)."""
@@ -117,50 +124,67 @@ class Actuation:
             t.pos[env, sv] = np.clip(t.pos[env, sv] + self.dt * t.vel[env, sv], lo[sv], hi[sv])
             data.ctrl[t.act[sv]] = t.servo_ctrl(env, sv)
         i = t.motor_idx
-        if i.size == 0:
+        on = t.mode[env, i] != EFFORT
+        balls = t.balls
+        if not on.any() and not balls.names:
             return
-        mode = t.mode[env, i]
-        on = mode != EFFORT
-        if not on.any():
-            return
-        kp = np.where(mode == POSITION, self.kp, 0.0)
-        q, qd = data.qpos[self._motor_q], data.qvel[self._motor_dof]
-        if self.law == "pd":
-            force = kp * (t.pos[env, i] - q) + self.kd * (t.vel[env, i] - qd)
-        else:
-            force = self._stable(env, data, kp, q, qd, on)
-        data.ctrl[self._motor_act[on]] = self._motor_scale[on] * force[on]
+        stable, dt = self.law == "stable_pd", self.dt
+        kp = np.where(t.mode[env, i] == POSITION, self.kp, 0.0)[on]
+        kd = self.kd[on]
+        dofs = self._motor_dof[on]
+        q, qd = data.qpos[self._motor_q[on]], data.qvel[dofs]
+        pos_err = t.pos[env, i[on]] - (q + dt * qd if stable else q)
+        vel_err = t.vel[env, i[on]] - qd
+        if balls.names:
+            ball_err = self._ball_errors(env, data, stable)
+            kp = np.concatenate([kp, self._ball_kp])
+            kd = np.concatenate([kd, self._ball_kd])
+            dofs = np.concatenate([dofs, self._ball_dofs])
+            pos_err = np.concatenate([pos_err, ball_err])
+            vel_err = np.concatenate([vel_err, balls.vel[env].ravel() - data.qvel[self._ball_dofs]])
+        force = kp * pos_err + kd * vel_err
+        if stable:
+            self._stable(data, force, kd, dofs)
+        n = int(on.sum())
+        data.ctrl[self._motor_act[on]] = self._motor_scale[on] * force[:n]
+        for b, acts in enumerate(balls.act):
+            data.ctrl[acts] = balls.torque_to_ctrl[b] @ force[n + 3 * b : n + 3 * b + 3]
+
+    def _ball_errors(self, env: int, data: mujoco.MjData, stable: bool) -> np.ndarray:
+        """Rotation errors target - current (mju_subQuat, in the joint's child frame) of
+        every driven ball joint; stable PD takes the orientation one step ahead."""
+        balls = self._t.balls
+        err = np.empty(3 * len(balls.names))
+        for b, (qs, ds) in enumerate(zip(balls.qadr, balls.dadr)):
+            quat = data.qpos[qs]
+            if stable:
+                quat = quat.copy()
+                mujoco.mju_quatIntegrate(quat, data.qvel[ds], self.dt)
+            mujoco.mju_subQuat(err[3 * b : 3 * b + 3], balls.pos[env, b], quat)
+        return err
 
     def _stable(
-        self,
-        env: int,
-        data: mujoco.MjData,
-        kp: np.ndarray,
-        q: np.ndarray,
-        qd: np.ndarray,
-        on: np.ndarray,
-    ) -> np.ndarray:
-        """Stable PD forces of the motor joints (see the module docstring)."""
-        t, m, dt = self._t, self._model, self.dt
-        i = t.motor_idx
-        force = kp * (t.pos[env, i] - q - dt * qd) + self.kd * (t.vel[env, i] - qd)
+        self, data: mujoco.MjData, force: np.ndarray, kd: np.ndarray, dofs: np.ndarray
+    ) -> None:
+        """Subtract kd*dt*qacc from the PD forces (in place), qacc solved with the mass
+        matrix and the damping at the next step (see the module docstring)."""
+        m, dt = self._model, self.dt
         f = self._f
         np.subtract(data.qfrc_passive, data.qfrc_bias, out=f[0])
         f[0] += data.qfrc_applied
-        f[0, self._motor_dof[on]] += force[on]
-        damped = on & (self.kd > 0)
-        dofs = self._motor_dof[damped]
-        if dofs.size == 0:
-            return force
+        f[0, dofs] += force
+        damped = kd > 0
+        sel = dofs[damped]
+        if sel.size == 0:
+            return
         y = self._y
         mujoco.mj_solveM(m, data, y, f)
-        unit = np.zeros((dofs.size, m.nv))
-        unit[np.arange(dofs.size), dofs] = 1.0
+        unit = np.zeros((sel.size, m.nv))
+        unit[np.arange(sel.size), sel] = 1.0
         z = np.empty_like(unit)  # rows: M^-1 e_s
         mujoco.mj_solveM(m, data, z, unit)
-        damping = self.kd[damped] * dt
+        damping = kd[damped] * dt
         # Woodbury: (M + P D P^T)^-1 f = y - Z^T (D^-1 + P^T M^-1 P)^-1 P^T y
-        system = np.diag(1.0 / damping) + z[:, dofs]
-        qacc = y[0] - z.T @ np.linalg.solve(system, y[0, dofs])
-        force[damped] -= damping * qacc[dofs]
-        return force
+        system = np.diag(1.0 / damping) + z[:, sel]
+        qacc = y[0] - z.T @ np.linalg.solve(system, y[0, sel])
+        force[damped] -= damping * qacc[sel]

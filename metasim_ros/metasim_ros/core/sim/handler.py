@@ -428,7 +428,7 @@ class MujocoHandler:
         t = self._targets
         return (
             copy.copy(self._datas[env_id]),
-            [a[env_id].copy() for a in (t.pos, t.vel, t.effort, t.mode)],
+            [a[env_id].copy() for a in (t.pos, t.vel, t.effort, t.mode, t.balls.pos, t.balls.vel)],
             self._stale[env_id],
         )
 
@@ -436,7 +436,7 @@ class MujocoHandler:
         data, arrays, stale = backup
         mujoco.mj_copyData(self._datas[env_id], self._model, data)
         t = self._targets
-        for dest, saved in zip((t.pos, t.vel, t.effort, t.mode), arrays):
+        for dest, saved in zip((t.pos, t.vel, t.effort, t.mode, t.balls.pos, t.balls.vel), arrays):
             dest[env_id] = saved
         t.modes_changed(env_id)
         self._stale[env_id] = stale

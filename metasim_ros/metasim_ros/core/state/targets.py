@@ -12,6 +12,9 @@ joint transmission and that actuator is one of
 - a motor (force = gain*ctrl): the core's PD or stable-PD law (core/sim/actuation.py)
   recomputed before every physics step, or an effort written as ctrl = effort/(gain*gear).
 A robot hinge/slide joint that no actuator drives takes efforts only, as qfrc_applied.
+A robot ball joint driven by motors only, whose gear axes span all three rotations,
+tracks a quaternion target (and an angular velocity target) through the same PD law on
+its 3-D rotation error (`BallTargets`).
 Targets live here, per environment, because MuJoCo has no place for velocity targets;
 ctrl is only written when a target changes, so a restored ctrl continues bit-identically.
 """
@@ -23,7 +26,7 @@ from typing import Sequence
 import mujoco
 import numpy as np
 
-from metasim_ros.core.joint_kinds import ONE_DOF_TYPES
+from metasim_ros.core.joint_kinds import BALL, ONE_DOF_TYPES
 from metasim_ros.core.scene.loading import ModelInfo
 
 _JOINT_TRN = (int(mujoco.mjtTrn.mjTRN_JOINT), int(mujoco.mjtTrn.mjTRN_JOINTINPARENT))
@@ -94,15 +97,19 @@ class JointTargets:
         self.names: list[str] = []
         self.kinds: list[str] = []
         self.robot_slices: dict[str, slice] = {}
+        ball_drives: list[tuple[str, str, int, list[int]]] = []  # robot, joint, id, motors
         #: robot hinge/slide joints no actuator drives: name -> dof (efforts only)
         self.unactuated: dict[str, int] = {}
         acts: list[int] = []
         for robot in robots:
             start = len(self.joint_ids)
             for jid, jname in zip(robot.joint_ids, robot.joints):
+                driving = drivers.get(jid, [])
+                if int(model.jnt_type[jid]) == BALL.type and driving:
+                    if all(_kind(model, a) == MOTOR for a in driving):
+                        ball_drives.append((robot.name, jname, jid, driving))
                 if int(model.jnt_type[jid]) not in ONE_DOF_TYPES:
                     continue
-                driving = drivers.get(jid, [])
                 if not driving:
                     self.unactuated[jname] = int(model.jnt_dofadr[jid])
                 kind = _kind(model, driving[0]) if len(driving) == 1 else None
@@ -141,6 +148,7 @@ class JointTargets:
         self.vel = np.zeros((num_envs, n))
         self.effort = np.zeros((num_envs, n))
         self.mode = np.zeros((num_envs, n), dtype=np.int8)
+        self.balls = BallTargets(model, ball_drives, num_envs)
         #: per env: a law must run before every step (see `modes_changed`)
         self.stepping = [False] * num_envs
         self.modes_changed()
@@ -150,7 +158,8 @@ class JointTargets:
         motors outside effort mode need the PD law, servos in velocity mode a moving target."""
         for e in range(len(self.stepping)) if env is None else (env,):
             self.stepping[e] = bool(
-                (self.mode[e, self.motor_idx] != EFFORT).any()
+                self.balls.names
+                or (self.mode[e, self.motor_idx] != EFFORT).any()
                 or (self.mode[e, self.servo_idx] == VELOCITY).any()
             )
 
@@ -160,6 +169,7 @@ class JointTargets:
         self.vel[env] = 0.0
         self.effort[env] = 0.0
         self.mode[env] = POSITION
+        self.balls.hold(env, data)
         self.modes_changed(env)
         self.write_ctrl(env, data, np.arange(len(self.names)))
 
@@ -182,3 +192,47 @@ class JointTargets:
                 data.ctrl[a] = self.gear[i] * self.vel[env, i]
             elif self.mode[env, i] == EFFORT:
                 data.ctrl[a] = self.motor_scale[i] * self.effort[env, i]
+
+
+class BallTargets:
+    """Quaternion and angular-velocity targets of motor-driven robot ball joints.
+
+    The motors' gear axes (their first three gear components, in the joint frame) must
+    span all three rotations; a joint torque tau then maps to ctrl = torque_to_ctrl @ tau
+    (least squares when more than three motors drive the joint).
+    """
+
+    def __init__(
+        self,
+        model: mujoco.MjModel,
+        drives: Sequence[tuple[str, str, int, list[int]]],
+        num_envs: int,
+    ) -> None:
+        self.names: list[str] = []
+        self.by_robot: dict[str, list[tuple[int, str]]] = {}
+        self.qadr: list[slice] = []
+        self.dadr: list[slice] = []
+        self.act: list[np.ndarray] = []
+        self.torque_to_ctrl: list[np.ndarray] = []
+        for robot, name, jid, motors in drives:
+            axes = model.actuator_gear[motors, :3] * model.actuator_gainprm[motors, :1]
+            if np.linalg.matrix_rank(axes) < 3:
+                continue  # cannot produce every torque: not a target joint
+            b = len(self.names)
+            self.names.append(name)
+            self.by_robot.setdefault(robot, []).append((b, name))
+            qa, da = int(model.jnt_qposadr[jid]), int(model.jnt_dofadr[jid])
+            self.qadr.append(slice(qa, qa + 4))
+            self.dadr.append(slice(da, da + 3))
+            self.act.append(np.asarray(motors, dtype=np.intp))
+            self.torque_to_ctrl.append(np.linalg.pinv(axes.T))  # joint force = axes.T @ ctrl
+        self.index = {n: b for b, n in enumerate(self.names)}
+        self.pos = np.zeros((num_envs, len(self.names), 4))
+        self.pos[..., 0] = 1.0
+        self.vel = np.zeros((num_envs, len(self.names), 3))
+
+    def hold(self, env: int, data: mujoco.MjData) -> None:
+        """Targets = the current orientations at rest."""
+        for b, qs in enumerate(self.qadr):
+            self.pos[env, b] = data.qpos[qs]
+        self.vel[env] = 0.0
