@@ -49,3 +49,7 @@ class SnapshotError(RequestError):
 
 class PathRefusedError(RequestError):
     """A path that names something outside the allowed directory, or no valid name."""
+
+
+class ConfigurationError(RequestError):
+    """A configuration value (e.g. a gain for an unknown joint) the scene cannot take."""

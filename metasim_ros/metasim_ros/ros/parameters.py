@@ -235,6 +235,36 @@ class SimParameters:
         high=5,
         item=int,
     )
+    joint_command_topic: str = _p(
+        "/joint_command",
+        "sensor_msgs/JointState commands by joint name (the JointState-topic ros2_control "
+        "hardware interface): position, velocity or effort, routed to each joint's actuator",
+    )
+    actuation: str = _p(
+        "pd",
+        "law of motor-driven robot joints tracking position/velocity: 'pd', or 'stable_pd' "
+        "(Tan et al. 2011: stable at high gains)",
+        choices=("pd", "stable_pd"),
+    )
+    kp: list[str] = _p(
+        ["100"], "PD stiffness of motor-driven joints: a number for all and/or joint=number"
+    )
+    kd: list[str] = _p(
+        ["10"], "PD damping of motor-driven joints: a number for all and/or joint=number"
+    )
+    trajectory_action: str = _p(
+        "{robot}_controller/follow_joint_trajectory",
+        "control_msgs/FollowJointTrajectory action server per robot ({robot} = its name; "
+        "what MoveIt's simple controller manager calls); its trajectory topic is "
+        "~/joint_trajectory",
+    )
+    trajectory_rate: float = _p(
+        100.0,
+        "Hz (sim time) at which executed trajectories update the joint targets (the "
+        "controller's update rate)",
+        low=1.0,
+        high=100_000.0,
+    )
     step_limit: int = _p(
         1_000_000,
         "most physics steps one ~/step call may ask for (the simulation is held meanwhile)",
@@ -310,7 +340,7 @@ def declare(node: Node) -> SimParameters:
         try:
             if p.kind is list and not p.default:  # an empty default has no type to infer
                 value = node.declare_parameter(
-                    p.name, Parameter.Type.STRING_ARRAY, p.descriptor()
+                    p.name, p.default or Parameter.Type.STRING_ARRAY, p.descriptor()
                 ).value
                 value = list(value or [])
             elif p.kind is list:

@@ -24,17 +24,20 @@ from tf2_msgs.msg import TFMessage
 
 from metasim_ros.core.errors import RequestError
 from metasim_ros.core.sim.access import SimulationAccess
+from metasim_ros.core.sim.actuation import parse_gains
 from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.state.frames import FrameTree
 from metasim_ros.ros import parameters
 from metasim_ros.ros.camera_streamer import CameraStreamer
 from metasim_ros.ros.contact_topics import ContactTopics
 from metasim_ros.ros.conversions import targets_from_joint_state
+from metasim_ros.ros.joint_command import JointCommandSubscriber
 from metasim_ros.ros.rviz import RvizTopics
 from metasim_ros.ros.sensor_topics import SensorTopics
 from metasim_ros.ros.services import SimServices
 from metasim_ros.ros.streams import Streams
 from metasim_ros.ros.tf import static_message
+from metasim_ros.ros.trajectory_server import TrajectoryServer
 from metasim_ros.ros.wrench_services import WrenchServices
 
 #: /tf_static: latched for late joiners (what a StaticTransformBroadcaster does).
@@ -61,6 +64,10 @@ class SimNode(Node):
             p.scene or None,
             num_envs=p.num_envs,
             robots=p.robots or None,
+            kp=parse_gains(p.kp, "kp"),
+            kd=parse_gains(p.kd, "kd"),
+            actuation=p.actuation,
+            trajectory_rate=p.trajectory_rate,
             camera_size=(p.camera_width, p.camera_height),
             fast_render=p.render_quality == "fast",
         )
@@ -98,6 +105,8 @@ class SimNode(Node):
             10,
             callback_group=self.service_group,
         )
+        self.joint_command = JointCommandSubscriber(self, self.sim, p.joint_command_topic)
+        self.trajectory_server = TrajectoryServer(self, self.sim, p.trajectory_action)
         self.sim_services = SimServices(self, self.sim, p, self.service_group)
         self.wrench_services = WrenchServices(self, self.sim, self.service_group)
         self.cameras = CameraStreamer(self, self.sim, p)
@@ -169,7 +178,7 @@ def main(args: list[str] | None = None) -> int:
         print(f"sim_node: cannot start: {exc}", file=sys.stderr)
         rclpy.try_shutdown()
         return 1
-    executor = MultiThreadedExecutor(num_threads=3)
+    executor = MultiThreadedExecutor(num_threads=5)  # trajectory goals wait in theirs
     executor.add_node(node)
     try:
         node.start()

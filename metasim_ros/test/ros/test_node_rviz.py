@@ -51,8 +51,7 @@ def move_everything(truth: Truth, rng) -> SetStates.Request:
     m = truth.model
     states = []
     for root in (b for b in range(1, m.nbody) if m.body_parentid[b] == 0):
-        ms = ModelState(name=m.body(root).name)
-        ms.pose.orientation.w = 0.0  # leave the pose (fixed-base models)
+        ms = ModelState(name=m.body(root).name, field_mask=ModelState.JOINT_POSITIONS)
         for j in np.flatnonzero(m.body_rootid[m.jnt_bodyid] == root):
             adr, kind = m.jnt_qposadr[j], int(m.jnt_type[j])
             if kind == _J.mjJNT_FREE:
@@ -61,6 +60,7 @@ def move_everything(truth: Truth, rng) -> SetStates.Request:
                 p, o = ms.pose.position, ms.pose.orientation
                 p.x, p.y, p.z = pos
                 o.w, o.x, o.y, o.z = quat
+                ms.field_mask |= ModelState.POSE
                 continue
             name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j)
             if kind == _J.mjJNT_BALL:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import copy
 import numbers
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -19,12 +19,15 @@ from metasim_ros.core.scene import loading as scene_mod
 from metasim_ros.core.scene.cameras import CameraPoses, CameraRenderer
 from metasim_ros.core.scene.loading import ModelInfo
 from metasim_ros.core.sensors import SensorReadings, SensorTable
+from metasim_ros.core.sim.actuation import Actuation, Gains
+from metasim_ros.core.sim.trajectory import INVALID_GOAL, TrajectoryRunner
 from metasim_ros.core.sim.wrenches import AppliedWrenches
+from metasim_ros.core.state.commands import JointCommand, apply_commands, plan_commands
 from metasim_ros.core.state.forces import ContactReadings, link_wrenches, read_contacts
 from metasim_ros.core.state.joints import JointReader, JointReading
 from metasim_ros.core.state.reader import StateReader
 from metasim_ros.core.state.schema import Action, State
-from metasim_ros.core.state.targets import JointTargets
+from metasim_ros.core.state.targets import POSITION, JointTargets
 from metasim_ros.core.state.writer import Plan, StateWriter
 
 #: The complete physics state: what a snapshot stores and a capture holds.
@@ -90,15 +93,19 @@ class MujocoHandler:
         num_envs: int = 1,
         robots: list[str] | None = None,
         *,
-        kp: float = 100.0,
-        kd: float = 10.0,
+        kp: Gains = 100.0,
+        kd: Gains = 10.0,
+        actuation: str = "pd",
+        trajectory_rate: float = 100.0,
         camera_size: tuple[int, int] | None = None,
         fast_render: bool = True,
         derived_tolerance: float = 1e-6,
     ) -> None:
         """scene: MJCF/URDF path, MJCF text, or None for the embedded default scene.
 
-        kp, kd: PD gains for robot joints driven by motors. camera_size: (width, height)
+        kp, kd: PD gains for robot joints driven by motors, one value or {joint: value,
+        "*": default}; actuation: their law, "pd" or "stable_pd". trajectory_rate: Hz
+        (sim time) at which executed trajectories update the targets. camera_size: (width, height)
         for every camera (default: the camera's `resolution`, else the offscreen size).
         fast_render: no shadows/MSAA. derived_tolerance: how far a read-only value given
         to set_states may be from the value the joints produce.
@@ -117,7 +124,14 @@ class MujocoHandler:
         self.joint_names = scene_mod.names(m, mujoco.mjtObj.mjOBJ_JOINT, m.njnt)
         self.cameras = scene_mod.names(m, mujoco.mjtObj.mjOBJ_CAMERA, m.ncam)
         self._key = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_KEY, INITIAL_KEYFRAME)
-        self._targets = JointTargets(m, self.robots, num_envs, kp, kd)
+        self._targets = JointTargets(m, self.robots, num_envs)
+        robot_joints = [j for r in self.robots for j in r.joints]
+        self._actuation = Actuation(m, self._targets, robot_joints, kp, kd, actuation)
+        period = round(1.0 / (trajectory_rate * m.opt.timestep)) if trajectory_rate > 0 else 1
+        #: trajectories being executed (core.sim.trajectory), advanced by step()
+        self.trajectories = TrajectoryRunner(
+            m, self._targets, {r.name: list(r.joints) for r in self.robots}, period
+        )
         self._camera_poses = CameraPoses(m, camera_size)
         self._fast_render = fast_render
         self._renderer: CameraRenderer | None = None
@@ -193,9 +207,13 @@ class MujocoHandler:
                 f"expected {self._state_size} values, got {state.integration.shape}",
             )
         with self.editing(env_id) as data:
-            if state.pos_target is not None:
-                self._targets.pos[env_id] = state.pos_target
-                self._targets.vel[env_id] = state.vel_target
+            if state.pos_target is not None:  # targets: the joints track them again
+                t = self._targets
+                t.pos[env_id] = state.pos_target
+                t.vel[env_id] = state.vel_target
+                t.effort[env_id] = 0.0
+                t.mode[env_id] = POSITION
+                t.modes_changed(env_id)
             mujoco.mj_setState(self._model, data, state.integration, INTEGRATION_STATE)
             self._wrenches.put(env_id, state.wrench_until)
 
@@ -373,23 +391,58 @@ class MujocoHandler:
         if actions is not None:
             for plan in self._plans(actions, None, "actions", action=True):
                 self._writer.apply_targets(plan)
-        m, pd, step = self._model, self._targets.has_pd, mujoco.mj_step
+        runner, left = self.trajectories, n
+        while left > 0:  # controller updates fall between physics steps, in sim time
+            k = left
+            if runner.active:
+                if runner.countdown <= 0:
+                    runner.update(self._datas)
+                    runner.countdown = runner.period
+                k = min(left, runner.countdown)
+                runner.countdown -= k
+            self._advance(k)
+            left -= k
+
+    def _advance(self, n: int) -> None:
+        """n physics steps of every env, with the actuation laws before each, in runs
+        that end exactly where an applied wrench ends."""
         wrenches = self._wrenches
         for e, d in enumerate(self._datas):
             left = n
-            while left > 0:  # in runs that end where an applied wrench ends
+            while left > 0:
                 wrenches.expire(e, d)
                 k = wrenches.steps_before_end(e, d.time, left)
-                if pd:
-                    for _ in range(k):
-                        self._targets.apply_pd(e, d)
-                        step(m, d)
-                else:
-                    for _ in range(k):
-                        step(m, d)
+                self._advance_env(e, d, k)
                 left -= k
             wrenches.expire(e, d)
             self._stale[e] = self._stale[e] or n > 0
+
+    def _advance_env(self, e: int, d: mujoco.MjData, n: int) -> None:
+        """n physics steps of env e with its actuation law before each."""
+        m, act, step = self._model, self._actuation, mujoco.mj_step
+        if not act.busy(e):
+            for _ in range(n):
+                step(m, d)
+        elif act.split:
+            for _ in range(n):
+                mujoco.mj_step1(m, d)
+                act.apply(e, d)
+                mujoco.mj_step2(m, d)
+        else:
+            for _ in range(n):
+                act.apply(e, d)
+                step(m, d)
+
+    def command(
+        self, commands: Mapping[str, JointCommand], env_ids: Sequence[int] | None = None
+    ) -> None:
+        """Joint commands by name, routed to what drives each joint (core.state.commands);
+        they persist. Validated first: a refused command changes nothing."""
+        ids = self._env_ids(env_ids)
+        plan = plan_commands(self._targets, commands)
+        for e in ids:
+            with self.editing(e) as data:
+                apply_commands(self._targets, e, data, plan)
 
     def divergence(self) -> dict[int, str]:
         """Environments whose physics blew up since the last call: {env: what MuJoCo saw}.
@@ -421,8 +474,9 @@ class MujocoHandler:
     ) -> None:
         """Envs (default: all) back to the initial state ('home' keyframe, else the
         model's defaults) with targets holding it, then `init_states` (one per env
-        reset) through set_states."""
+        reset) through set_states. Trajectories being executed are aborted."""
         ids = self._env_ids(env_ids)
+        self.trajectories.abort_all(INVALID_GOAL, "aborted: the simulation was reset")
         for e in ids:
             d = self._datas[e]
             if self._key >= 0:
@@ -448,19 +502,21 @@ class MujocoHandler:
         return self._joints.read(self._datas[e], e, reference)
 
     def _backup(self, env_id: int) -> tuple:
+        t = self._targets
         return (
             copy.copy(self._datas[env_id]),
-            self._targets.pos[env_id].copy(),
-            self._targets.vel[env_id].copy(),
+            [a[env_id].copy() for a in (t.pos, t.vel, t.effort, t.mode, t.balls.pos, t.balls.vel)],
             self._stale[env_id],
             self._wrenches.get(env_id),
         )
 
     def _put_back(self, env_id: int, backup: tuple) -> None:
-        data, pos, vel, stale, wrench_until = backup
+        data, arrays, stale, wrench_until = backup
         mujoco.mj_copyData(self._datas[env_id], self._model, data)
-        self._targets.pos[env_id] = pos
-        self._targets.vel[env_id] = vel
+        t = self._targets
+        for dest, saved in zip((t.pos, t.vel, t.effort, t.mode, t.balls.pos, t.balls.vel), arrays):
+            dest[env_id] = saved
+        t.modes_changed(env_id)
         self._stale[env_id] = stale
         self._wrenches.put(env_id, wrench_until)
 
