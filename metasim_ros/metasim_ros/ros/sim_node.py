@@ -29,7 +29,7 @@ from metasim_ros.core.state.frames import FrameTree
 from metasim_ros.ros import parameters
 from metasim_ros.ros.camera_streamer import CameraStreamer
 from metasim_ros.ros.conversions import targets_from_joint_state
-from metasim_ros.ros.services import SimServices
+from metasim_ros.ros.services import ServiceGroups, SimServices
 from metasim_ros.ros.streams import Streams
 from metasim_ros.ros.tf import static_message
 
@@ -40,6 +40,9 @@ TF_STATIC_QOS = QoSProfile(
 #: The physics thread releases the GIL inside every mj_step; with Python's default 5 ms
 #: switch interval it then waits behind any busy callback thread for up to that long.
 SWITCH_INTERVAL = 2e-4
+#: Executor threads: every service group at its busiest (ServiceGroups.CONCURRENT) plus
+#: the command inputs, so an input never waits for a free thread.
+EXECUTOR_THREADS = ServiceGroups.CONCURRENT + 1
 
 
 class SimNode(Node):
@@ -71,16 +74,18 @@ class SimNode(Node):
         self._tf_static_pub.publish(static_message(tree, handler.sim_time(0)))
         self.streams = Streams(self, self.sim, p, tree)
 
-        self.service_group = MutuallyExclusiveCallbackGroup()
+        #: Command inputs (~/joint_targets, and later commands and trajectories): their own
+        #: group, never behind a snapshot or a long step.
+        self.input_group = MutuallyExclusiveCallbackGroup()
         self._robot_of_joint = {j: r.name for r in handler.robots for j in r.joints}
         self.create_subscription(
             JointState,
             "~/joint_targets",
             self._on_joint_targets,
             10,
-            callback_group=self.service_group,
+            callback_group=self.input_group,
         )
-        self.sim_services = SimServices(self, self.sim, p, self.service_group)
+        self.sim_services = SimServices(self, self.sim, p)
         self.cameras = CameraStreamer(self, self.sim, p)
         self.add_on_set_parameters_callback(parameters.check_update)
         self.add_post_set_parameters_callback(self._apply_parameters)
@@ -147,7 +152,7 @@ def main(args: list[str] | None = None) -> int:
         print(f"sim_node: cannot start: {exc}", file=sys.stderr)
         rclpy.try_shutdown()
         return 1
-    executor = MultiThreadedExecutor(num_threads=3)
+    executor = MultiThreadedExecutor(num_threads=EXECUTOR_THREADS)
     executor.add_node(node)
     try:
         node.start()
