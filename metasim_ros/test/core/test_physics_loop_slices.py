@@ -38,6 +38,16 @@ def test_sliced_steps_without_a_thread_equal_plain_mj_step():
     loop = PhysicsLoop(h, 0.0)
     assert loop.step_now(3_000) == 3_000
     assert_bitwise(h, plain_mj_step(3_000))
+    assert loop.last_sim_time == plain_mj_step(3_000).time
+
+
+def test_last_sim_time_follows_every_release_of_the_simulation():
+    h = MujocoHandler()
+    loop = PhysicsLoop(h, 0.0)
+    with loop.access():
+        with h.editing(0) as data:
+            data.time = 12.5  # what a restored snapshot does
+    assert loop.last_sim_time == 12.5
 
 
 def test_cancelled_request_reports_exactly_the_steps_taken():

@@ -121,8 +121,9 @@ class SimulationAccess:
             return self._step_ticket
 
     def status(self) -> tuple[bool, str]:
-        """(healthy, one paragraph): derived from the loop and the handler, not cached."""
-        t = self.sim_time()
+        """(healthy, one paragraph): derived from the loop and the handler. Takes no lock:
+        the sim time is the loop's record of it at the last release of the simulation."""
+        t = self.loop.last_sim_time
         loop = self.loop
         run = "paused" if loop.paused else f"running at real-time factor {loop.real_time_factor:g}"
         steps_per_second, measured_rtf = loop.rates()

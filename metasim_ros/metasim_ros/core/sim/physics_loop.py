@@ -38,6 +38,9 @@ class Steppable(Protocol):
     def divergence(self) -> dict[int, str]:
         """Environments whose physics blew up since the last call: {env: what MuJoCo saw}."""
 
+    def sim_time(self, env_id: int = 0) -> float:
+        """Sim time of one environment (a plain read)."""
+
 
 @dataclass
 class _StepRequest:
@@ -91,6 +94,7 @@ class PhysicsLoop:
         self._thread: threading.Thread | None = None
         self._steps = 0  # every step taken, by the loop or step_now (written under the lock)
         self._request: _StepRequest | None = None  # the step_now being worked through
+        self._time = handler.sim_time(0)  # env 0's sim time as of the last lock release
         self._request_lock = threading.Lock()
         self._samples: deque[tuple[float, int]] = deque(maxlen=int(4 / self.SAMPLE_PERIOD))
         self._next_sample = 0.0
@@ -148,7 +152,10 @@ class PhysicsLoop:
             self._no_waiters.clear()
         try:
             with self._lock:
-                yield
+                try:
+                    yield
+                finally:
+                    self._time = self.handler.sim_time(0)
         finally:
             with self._waiters_lock:
                 self._waiters -= 1
@@ -195,10 +202,17 @@ class PhysicsLoop:
             self.handler.step(n=k)
             self._steps += k
             events = self.handler.divergence()
+            self._time = self.handler.sim_time(0)
             held = time.perf_counter() - t0
         request.done += k
         request.diverged.update(events)
         request.size = max(1, min(2 * k, int(k * self.SLICE_SECONDS / max(held, 1e-9))))
+
+    @property
+    def last_sim_time(self) -> float:
+        """Env 0's sim time when the simulation was last released: every change to it
+        happens under the lock, so this is its current time, read without the lock."""
+        return self._time
 
     def rates(self, window: float = 1.0) -> tuple[float, float]:
         """(physics steps per wall second, real-time factor) measured over about the
@@ -278,6 +292,7 @@ class PhysicsLoop:
                 self.handler.step(n=n)
                 self._steps += n
                 events = self.handler.divergence()
+                self._time = self.handler.sim_time(0)
             done += n
             if events and self._on_diverged is not None:
                 self._on_diverged(events)
