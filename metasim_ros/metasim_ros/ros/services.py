@@ -64,6 +64,10 @@ def replying(fn: Callable[[Any, Any, Any], Any]) -> Callable[[Any, Any, Any], An
 class ServiceGroups:
     """Callback groups by what the callbacks touch."""
 
+    #: Most callbacks of these groups that can run at once (for the executor's threads):
+    #: two reads, one write, a running step and the pause or step that ends it.
+    CONCURRENT = 5
+
     def __init__(self) -> None:
         #: get_states, status: concurrent with each other and with one writer.
         self.reads: CallbackGroup = ReentrantCallbackGroup()
@@ -71,10 +75,6 @@ class ServiceGroups:
         self.writes: CallbackGroup = MutuallyExclusiveCallbackGroup()
         #: step and pause: a running step can be ended by a pause or a newer step.
         self.stepping: CallbackGroup = ReentrantCallbackGroup()
-
-    #: Most callbacks of these groups that can run at once (for the executor's threads):
-    #: two reads, one write, a running step and the pause or step that ends it.
-    CONCURRENT = 5
 
 
 class _Replies(threading.local):
