@@ -267,7 +267,8 @@ class SimParameters:
     )
     step_limit: int = _p(
         1_000_000,
-        "most physics steps one ~/step call may ask for (the simulation is held meanwhile)",
+        "most physics steps one ~/step call may ask for (they run in slices; topics and "
+        "other calls go on)",
         dynamic=True,
         low=1,
     )

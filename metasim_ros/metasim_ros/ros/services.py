@@ -6,18 +6,28 @@ Every callback goes through `replying`: a RequestError (the caller's fault: bad 
 refused path, mismatched snapshot) is replied as success=false with its message; any
 other exception is a fault of this package, logged with its traceback and replied as
 a generic internal error. Either way the node keeps serving.
+
+Callback groups follow what a service touches (`ServiceGroups`): reads run concurrently
+with each other and with one writer (each holds the simulation only to copy); writers
+are serialised; `~/step` and `~/pause` have their own group, so a new step or a pause
+can end a running step between two of its slices.
 """
 
 from __future__ import annotations
 
 import functools
+import threading
 import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from metasim_msgs.srv import GetStates, LoadSnapshot, SaveSnapshot, SetStates, Step
-from rclpy.callback_groups import CallbackGroup
+from rclpy.callback_groups import (
+    CallbackGroup,
+    MutuallyExclusiveCallbackGroup,
+    ReentrantCallbackGroup,
+)
 from rclpy.node import Node
 from std_srvs.srv import SetBool, Trigger
 
@@ -51,27 +61,52 @@ def replying(fn: Callable[[Any, Any, Any], Any]) -> Callable[[Any, Any, Any], An
     return wrapper
 
 
+class ServiceGroups:
+    """Callback groups by what the callbacks touch."""
+
+    #: Most callbacks of these groups that can run at once (for the executor's threads):
+    #: two reads, one write, a running step and the pause or step that ends it.
+    CONCURRENT = 5
+
+    def __init__(self) -> None:
+        #: get_states, status: concurrent with each other and with one writer.
+        self.reads: CallbackGroup = ReentrantCallbackGroup()
+        #: set_states, snapshots, reset: one at a time.
+        self.writes: CallbackGroup = MutuallyExclusiveCallbackGroup()
+        #: step and pause: a running step can be ended by a pause or a newer step.
+        self.stepping: CallbackGroup = ReentrantCallbackGroup()
+
+
+class _Replies(threading.local):
+    """Per executor thread: a GetStates reply built once and refilled. rclpy sends a
+    reply in the thread that ran the callback, right after it returns, so the next
+    call on that thread cannot overwrite a reply still being sent."""
+
+    def __init__(self) -> None:
+        self.filler: WorldStateFiller | None = None
+        self.get_states = GetStates.Response()
+
+
 class SimServices:
     """The node's services, bound to the simulation and the parameters."""
 
-    def __init__(
-        self, node: Node, sim: SimulationAccess, params: SimParameters, group: CallbackGroup
-    ) -> None:
+    def __init__(self, node: Node, sim: SimulationAccess, params: SimParameters) -> None:
         self._sim = sim
         self._params = params
         self.log_error = node.get_logger().error
-        for srv_type, name, cb in (
-            (SetStates, "~/set_states", self.set_states),
-            (GetStates, "~/get_states", self.get_states),
-            (LoadSnapshot, "~/load_snapshot", self.load_snapshot),
-            (SaveSnapshot, "~/save_snapshot", self.save_snapshot),
-            (Trigger, "~/reset", self.reset),
-            (SetBool, "~/pause", self.pause),
-            (Step, "~/step", self.step),
-            (Trigger, "~/status", self.status),
+        self.groups = g = ServiceGroups()
+        for srv_type, name, cb, group in (
+            (SetStates, "~/set_states", self.set_states, g.writes),
+            (GetStates, "~/get_states", self.get_states, g.reads),
+            (LoadSnapshot, "~/load_snapshot", self.load_snapshot, g.writes),
+            (SaveSnapshot, "~/save_snapshot", self.save_snapshot, g.writes),
+            (Trigger, "~/reset", self.reset, g.writes),
+            (SetBool, "~/pause", self.pause, g.stepping),
+            (Step, "~/step", self.step, g.stepping),
+            (Trigger, "~/status", self.status, g.reads),
         ):
             node.create_service(srv_type, name, cb, callback_group=group)
-        self._world = WorldStateFiller(sim.handler)
+        self._replies = _Replies()
 
     def _snapshot_path(self, name: str) -> Path:
         return resolve_inside(self._params.snapshot_dir, name)
@@ -88,12 +123,17 @@ class SimServices:
 
     @replying
     def get_states(self, request: GetStates.Request, response: GetStates.Response):
-        """~/get_states: every env's WorldState."""
+        """~/get_states: every env's WorldState (copied under the lock, filled after)."""
         with self._sim.locked() as h:
             readings = [read_world(h, e) for e in range(h.num_envs)]
-        filler = WorldStateFiller(self._sim.handler)  # fresh messages: the reply owns them
-        response.states = [filler.fill(e, *r) for e, r in enumerate(readings)]
-        return response
+        replies = self._replies
+        if replies.filler is None:
+            replies.filler = WorldStateFiller(self._sim.handler)
+            replies.get_states.states = [replies.filler.fill(e, *r) for e, r in enumerate(readings)]
+        else:  # the reply's messages are the filler's: refilled in place
+            for e, r in enumerate(readings):
+                replies.filler.fill(e, *r)
+        return replies.get_states
 
     @replying
     def load_snapshot(self, request: LoadSnapshot.Request, response: LoadSnapshot.Response):
@@ -151,7 +191,8 @@ class SimServices:
 
     @replying
     def step(self, request: Step.Request, response: Step.Response):
-        """~/step: exactly `steps` physics steps, while paused."""
+        """~/step: `steps` physics steps in slices, while paused; a pause or a newer
+        step ends it early, and the reply says how many steps were taken."""
         if not self._sim.paused:
             raise RequestError("the simulation is running; pause it (~/pause) before stepping")
         if request.steps > self._params.step_limit:
@@ -159,7 +200,13 @@ class SimServices:
                 f"steps={request.steps} is more than step_limit="
                 f"{self._params.step_limit} (a parameter)"
             )
-        response.time = self._sim.step(request.steps)
-        response.success = True
-        response.message = f"stepped {request.steps} step(s) to t={response.time:.9g}"
+        response.steps_done, response.time = self._sim.step(request.steps)
+        response.success = response.steps_done == request.steps
+        if response.success:
+            response.message = f"stepped {request.steps} step(s) to t={response.time:.9g}"
+        else:
+            response.message = (
+                f"cancelled (by ~/pause or a newer ~/step) after {response.steps_done} of "
+                f"{request.steps} step(s), at t={response.time:.9g}"
+            )
         return response

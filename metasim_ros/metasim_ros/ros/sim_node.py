@@ -34,7 +34,7 @@ from metasim_ros.ros.conversions import targets_from_joint_state
 from metasim_ros.ros.joint_command import JointCommandSubscriber
 from metasim_ros.ros.rviz import RvizTopics
 from metasim_ros.ros.sensor_topics import SensorTopics
-from metasim_ros.ros.services import SimServices
+from metasim_ros.ros.services import ServiceGroups, SimServices
 from metasim_ros.ros.streams import Streams
 from metasim_ros.ros.tf import static_message
 from metasim_ros.ros.trajectory_server import TrajectoryServer
@@ -47,6 +47,10 @@ TF_STATIC_QOS = QoSProfile(
 #: The physics thread releases the GIL inside every mj_step; with Python's default 5 ms
 #: switch interval it then waits behind any busy callback thread for up to that long.
 SWITCH_INTERVAL = 2e-4
+#: Executor threads: every service group at its busiest (ServiceGroups.CONCURRENT), the
+#: command inputs (joint targets / commands, trajectory topic) and a running trajectory
+#: goal (it waits in its thread), so an input never waits for a free thread.
+EXECUTOR_THREADS = ServiceGroups.CONCURRENT + 3
 
 
 class SimNode(Node):
@@ -96,19 +100,21 @@ class SimNode(Node):
             contacts.active,
         )
 
-        self.service_group = MutuallyExclusiveCallbackGroup()
+        #: Command inputs (~/joint_targets, and later commands and trajectories): their own
+        #: group, never behind a snapshot or a long step.
+        self.input_group = MutuallyExclusiveCallbackGroup()
         self._robot_of_joint = {j: r.name for r in handler.robots for j in r.joints}
         self.create_subscription(
             JointState,
             "~/joint_targets",
             self._on_joint_targets,
             10,
-            callback_group=self.service_group,
+            callback_group=self.input_group,
         )
         self.joint_command = JointCommandSubscriber(self, self.sim, p.joint_command_topic)
         self.trajectory_server = TrajectoryServer(self, self.sim, p.trajectory_action)
-        self.sim_services = SimServices(self, self.sim, p, self.service_group)
-        self.wrench_services = WrenchServices(self, self.sim, self.service_group)
+        self.sim_services = SimServices(self, self.sim, p)
+        self.wrench_services = WrenchServices(self, self.sim, self.sim_services.groups.writes)
         self.cameras = CameraStreamer(self, self.sim, p)
         self.add_on_set_parameters_callback(parameters.check_update)
         self.add_post_set_parameters_callback(self._apply_parameters)
@@ -178,7 +184,7 @@ def main(args: list[str] | None = None) -> int:
         print(f"sim_node: cannot start: {exc}", file=sys.stderr)
         rclpy.try_shutdown()
         return 1
-    executor = MultiThreadedExecutor(num_threads=5)  # trajectory goals wait in theirs
+    executor = MultiThreadedExecutor(num_threads=EXECUTOR_THREADS)
     executor.add_node(node)
     try:
         node.start()

@@ -1,7 +1,8 @@
 # Copyright 2026 metasim_ros developers
 # SPDX-License-Identifier: Apache-2.0
 """One client of the load test: N mixed service calls against a running sim_node, each
-response checked; writes a JSON summary. Run: python load_client.py ID CALLS OUT.json"""
+response checked; writes a JSON summary with every call's latency by kind.
+Run: python load_client.py ID CALLS OUT.json"""
 
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ from metasim_msgs.msg import JointState as MsJointState
 from metasim_msgs.msg import ModelState, WorldState
 from metasim_msgs.srv import GetStates, LoadSnapshot, SaveSnapshot, SetStates, Step
 from rclpy.node import Node
+from std_srvs.srv import SetBool, Trigger
 
 NODE = "/sim_node"
+LONG_STEP = 10_000  # steps of a long ~/step (in slices; other clients may end it early)
 
 
 def main() -> None:
@@ -32,6 +35,8 @@ def main() -> None:
             (SaveSnapshot, "save_snapshot"),
             (LoadSnapshot, "load_snapshot"),
             (Step, "step"),
+            (Trigger, "status"),
+            (SetBool, "pause"),
         )
     }
 
@@ -53,10 +58,17 @@ def main() -> None:
     served: dict[str, int] = {}
     rejected: dict[str, int] = {}
     wrong: list[str] = []
-    latencies: list[float] = []
+    latencies: dict[str, list[float]] = {}
     saved = False
+
+    def timed(kind: str, srv: str, request):
+        t0 = time.perf_counter()
+        res = call(srv, request)
+        latencies.setdefault(kind, []).append(time.perf_counter() - t0)
+        return res
+
     for i in range(calls):
-        kind = rng.choice(["get", "set", "set_bad", "save", "load", "step"])
+        kind = rng.choice(["get", "set", "set_bad", "save", "load", "status", "long_step"])
         t0 = time.perf_counter()
         if kind == "get":
             res = call("GetStates", GetStates.Request())
@@ -90,10 +102,24 @@ def main() -> None:
                 if saved
                 else (not res.success and f"client{cid}.h5" in res.message)
             )
-        else:  # the simulation is running: stepping must be refused, with the reason
-            res = call("Step", Step.Request(steps=3))
-            ok = not res.success and "pause" in res.message
-        latencies.append(time.perf_counter() - t0)
+        elif kind == "status":
+            res = call("Trigger", Trigger.Request())
+            ok = res.success and "steps/s" in res.message
+        else:  # pause, a long step, resume; other clients may resume or step meanwhile
+            paused = timed("pause", "SetBool", SetBool.Request(data=True))
+            t0 = time.perf_counter()
+            res = call("Step", Step.Request(steps=LONG_STEP))
+            done = res.steps_done
+            ok = paused.success and (
+                (res.success and done == LONG_STEP)
+                or (not res.success and done < LONG_STEP and f"after {done} of" in res.message)
+                or (not res.success and done == 0 and "pause it" in res.message)  # resumed
+            )
+            latencies.setdefault(kind, []).append(time.perf_counter() - t0)
+            resumed = timed("pause", "SetBool", SetBool.Request(data=False))
+            ok = ok and resumed.success
+        if kind != "long_step":
+            latencies.setdefault(kind, []).append(time.perf_counter() - t0)
         served[kind] = served.get(kind, 0) + 1
         if getattr(res, "success", True) is False:
             rejected[kind] = rejected.get(kind, 0) + 1

@@ -1,7 +1,9 @@
 # Copyright 2026 metasim_ros developers
 # SPDX-License-Identifier: Apache-2.0
-"""Sustained load: 4 client processes x 500 mixed calls while every publisher runs.
-Every response must be right, /clock must keep advancing, memory must not run away."""
+"""Sustained load: 4 client processes x 500 mixed calls (reads, writes, bad requests,
+saves, loads, status, long steps) while every publisher runs at real-time factor 1.
+Every response must be right, /clock must keep publishing (no gap over 50 ms wall),
+memory must not run away; p50/p99 of every call kind are printed."""
 
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ import numpy as np
 from rosgraph_msgs.msg import Clock
 
 CLIENTS, CALLS = 4, 500
+#: Longest wall time between two /clock messages during the storm (clock_rate 100 Hz).
+CLOCK_GAP = 0.050
 
 
 def rss_mb(pid: int) -> float:
@@ -25,8 +29,7 @@ def rss_mb(pid: int) -> float:
 
 
 def test_four_clients_storm(start_node, client, tmp_path):
-    # as fast as possible: physics and services contend for the simulation all the time
-    node = start_node({"snapshot_dir": str(tmp_path), "real_time_factor": 0.0}).wait_serving(client)
+    node = start_node({"snapshot_dir": str(tmp_path), "real_time_factor": 1.0}).wait_serving(client)
     arrivals: list[tuple[float, float]] = []  # (wall, sim) of each /clock
     client.node.create_subscription(
         Clock,
@@ -66,9 +69,7 @@ def test_four_clients_storm(start_node, client, tmp_path):
     during = [(w, s) for w, s in arrivals if storm_start <= w <= storm_end]
     gaps = np.diff([storm_start] + [w for w, _ in during] + [storm_end])
     assert during and during[-1][1] > during[0][1], "/clock did not advance during the storm"
-    assert gaps.max() < 2.0, f"/clock stalled for {gaps.max():.2f} s"
     rss_after = rss_mb(node.proc.pid)
-    assert rss_after - rss_before < 100, (rss_before, rss_after)
 
     kinds: dict[str, int] = {}
     rejected: dict[str, int] = {}
@@ -77,10 +78,18 @@ def test_four_clients_storm(start_node, client, tmp_path):
             kinds[k] = kinds.get(k, 0) + v
         for k, v in r["rejected"].items():
             rejected[k] = rejected.get(k, 0) + v
-    lat = np.concatenate([r["latencies"] for r in results]) * 1e3
+    latencies: dict[str, list[float]] = {}
+    for r in results:
+        for k, v in r["latencies"].items():
+            latencies.setdefault(k, []).extend(v)
+    by_kind = "; ".join(
+        f"{k} p50 {np.percentile(v, 50) * 1e3:.1f} / p99 {np.percentile(v, 99) * 1e3:.1f} ms"
+        for k, v in sorted(latencies.items())
+    )
     print(
         f"\nload: {served} calls in {storm_end - storm_start:.1f} s, by kind {kinds}; "
-        f"rejected (all expected) {rejected}; latency p50 {np.percentile(lat, 50):.1f} ms "
-        f"p99 {np.percentile(lat, 99):.1f} ms; longest /clock gap {gaps.max() * 1e3:.0f} ms; "
-        f"RSS {rss_before:.0f} -> {rss_after:.0f} MB"
+        f"rejected (all expected) {rejected}; latency by kind: {by_kind}; longest /clock gap "
+        f"{gaps.max() * 1e3:.0f} ms; RSS {rss_before:.0f} -> {rss_after:.0f} MB"
     )
+    assert gaps.max() <= CLOCK_GAP, f"/clock stalled for {gaps.max() * 1e3:.0f} ms"
+    assert rss_after - rss_before < 100, (rss_before, rss_after)

@@ -41,6 +41,8 @@ class SimulationAccess:
         self._divergences: list[str] = []
         self._state_lock = threading.Lock()
         self._on_change: list[Callable[[], None]] = []
+        self._stepping = threading.Lock()  # one requested step at a time
+        self._step_ticket = 0  # the newest step request; older ones are cancelled
         self.loop = PhysicsLoop(handler, real_time_factor, on_diverged=self._diverged)
 
     # -- holding the simulation ----------------------------------------------------
@@ -83,7 +85,8 @@ class SimulationAccess:
             return list(self._divergences)
 
     def pause(self, paused: bool) -> None:
-        """Pause, or resume (which also clears a halt)."""
+        """Pause, or resume (which also clears a halt); either ends a running `step`."""
+        self._cancel_step()
         self.loop.pause(paused)
         if not paused:
             self._halted = False
@@ -95,21 +98,40 @@ class SimulationAccess:
         self._halted = False
         self.changed()
 
-    def step(self, n: int) -> float:
-        """Advance exactly n steps now (the loop keeps out); return the new sim time."""
-        self.loop.step_now(n)
-        self.changed()
-        return self.sim_time()
+    def step(self, n: int) -> tuple[int, float]:
+        """Advance n steps in slices (the loop keeps out); return (steps taken, sim time).
+
+        Ends early, between two slices, when a newer step request arrives or `pause` is
+        called; the steps taken up to then are reported exactly."""
+        ticket = self._cancel_step()
+        with self._stepping:  # a step this one replaced ends within one slice
+
+            def cancelled() -> bool:
+                return self._step_ticket != ticket or not self.loop.paused
+
+            done = self.loop.step_now(n, cancelled) if not cancelled() else 0
+        if done:
+            self.changed()
+        return done, self.sim_time()
+
+    def _cancel_step(self) -> int:
+        """End the running step request (if any) at its next slice; the new ticket."""
+        with self._state_lock:
+            self._step_ticket += 1
+            return self._step_ticket
 
     def status(self) -> tuple[bool, str]:
-        """(healthy, one paragraph): derived from the loop and the handler, not cached."""
-        t = self.sim_time()
+        """(healthy, one paragraph): derived from the loop and the handler. Takes no lock:
+        the sim time is the loop's record of it at the last release of the simulation."""
+        t = self.loop.last_sim_time
         loop = self.loop
         run = "paused" if loop.paused else f"running at real-time factor {loop.real_time_factor:g}"
+        steps_per_second, measured_rtf = loop.rates()
         divergences = self.divergences
         text = (
-            f"{run}; sim time {t:.6f} s; {self.handler.num_envs} env(s); "
-            f"{len(divergences)} divergence(s)"
+            f"{run}; sim time {t:.6f} s; measured over the last second: real-time factor "
+            f"{measured_rtf:.3f}, {steps_per_second:.0f} steps/s; "
+            f"{self.handler.num_envs} env(s); {len(divergences)} divergence(s)"
         )
         if divergences:
             text += f"; last: {divergences[-1]}"
@@ -124,6 +146,7 @@ class SimulationAccess:
         the policy on top, and say so on the log and in status()."""
         envs = sorted(events)
         if self.on_divergence == "pause":
+            self._cancel_step()
             self.loop.pause(True)
             self._halted = True
             action = "simulation paused (~/reset or ~/load_snapshot, then ~/pause false)"

@@ -9,13 +9,21 @@ waits behind an as-fast-as-possible physics loop.
 
 Periodic readers (publishers) run *in* this thread through `on_tick`, between batches:
 handing the lock to another thread and back costs far more than reading the state.
+
+Requested steps (`step_now`) are taken by this thread too, in slices of about one
+batch's duration, each under the lock: waiting callers get the simulation and the ticks
+run between slices, as they do between batches. The loop counts every step it takes and
+samples that count, so the physics rate and real-time factor are reported as measured
+(`rates`).
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Callable, Iterator, Protocol
 
 
@@ -30,12 +38,31 @@ class Steppable(Protocol):
     def divergence(self) -> dict[int, str]:
         """Environments whose physics blew up since the last call: {env: what MuJoCo saw}."""
 
+    def sim_time(self, env_id: int = 0) -> float:
+        """Sim time of one environment (a plain read)."""
+
+
+@dataclass
+class _StepRequest:
+    """A `step_now` request the physics thread works through, one slice at a time."""
+
+    n: int
+    cancelled: Callable[[], bool]
+    done: int = 0
+    size: int = 1  # steps of the next slice: grows to what fits in SLICE_SECONDS
+    diverged: dict[int, str] = field(default_factory=dict)  # handled when it ends
+    finished: threading.Event = field(default_factory=threading.Event)
+
 
 class PhysicsLoop:
     """Runs `handler.step` in its own thread, keeping sim time = rtf x wall time."""
 
     #: Most steps taken under one lock hold when running behind or as fast as possible.
     MAX_BATCH = 20
+    #: Longest lock hold of one slice of a requested `step_now` (seconds).
+    SLICE_SECONDS = 1e-3
+    #: Seconds between two samples of the step counter (for `rates`).
+    SAMPLE_PERIOD = 0.1
 
     def __init__(
         self,
@@ -65,6 +92,12 @@ class PhysicsLoop:
         self._running.set()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._steps = 0  # every step taken, by the loop or step_now (written under the lock)
+        self._request: _StepRequest | None = None  # the step_now being worked through
+        self._time = handler.sim_time(0)  # env 0's sim time as of the last lock release
+        self._request_lock = threading.Lock()
+        self._samples: deque[tuple[float, int]] = deque(maxlen=int(4 / self.SAMPLE_PERIOD))
+        self._next_sample = 0.0
 
     # -- configuration -------------------------------------------------------------
     @property
@@ -119,22 +152,89 @@ class PhysicsLoop:
             self._no_waiters.clear()
         try:
             with self._lock:
-                yield
+                try:
+                    yield
+                finally:
+                    self._time = self.handler.sim_time(0)
         finally:
             with self._waiters_lock:
                 self._waiters -= 1
                 if self._waiters == 0:
                     self._no_waiters.set()
 
-    def step_now(self, n: int) -> None:
-        """Advance exactly n steps, now, in the caller's thread (the loop keeps out)."""
+    def step_now(self, n: int, cancelled: Callable[[], bool] = lambda: False) -> int:
+        """Take n steps now and return when they are taken (or the request ended).
+
+        The physics thread takes them in slices of about SLICE_SECONDS under the lock,
+        running the ticks and letting announced callers in between two slices; without
+        a running thread they are taken here, in the same slices. `cancelled` is asked
+        before every slice: once it says True, no further step is taken. Returns the
+        number of steps taken (n unless cancelled). Slicing does not change the result:
+        every env takes the same mj_steps in the same order, and divergences are handled
+        (on_diverged) when the request ends, as after one unsliced step."""
         if n < 0:
             raise ValueError(f"number of steps must be >= 0, got {n}")
-        with self.access():
-            self.handler.step(n=n)
+        request = _StepRequest(n, cancelled)
+        if not self.alive:
+            while not request.finished.is_set():
+                self._step_slice(request)
+            return request.done
+        with self._request_lock:  # one request at a time
+            self._request = request
+            self._wake.set()
+            while not request.finished.wait(0.1):
+                if not self.alive:  # stopped meanwhile: what was taken is all there is
+                    break
+            self._request = None
+        return request.done
+
+    def _step_slice(self, request: _StepRequest) -> None:
+        """Take the next slice of a step request, or mark it finished."""
+        if request.done >= request.n or request.cancelled():
+            if request.diverged and self._on_diverged is not None:
+                self._on_diverged(request.diverged)  # as after an unsliced step
+            request.finished.set()
+            return
+        k = min(request.size, request.n - request.done)
+        self._no_waiters.wait()  # announced callers go first, as between batches
+        with self._lock:
+            t0 = time.perf_counter()
+            self.handler.step(n=k)
+            self._steps += k
             events = self.handler.divergence()
-        if events and self._on_diverged is not None:
-            self._on_diverged(events)
+            self._time = self.handler.sim_time(0)
+            held = time.perf_counter() - t0
+        request.done += k
+        request.diverged.update(events)
+        request.size = max(1, min(2 * k, int(k * self.SLICE_SECONDS / max(held, 1e-9))))
+
+    @property
+    def last_sim_time(self) -> float:
+        """Env 0's sim time when the simulation was last released: every change to it
+        happens under the lock, so this is its current time, read without the lock."""
+        return self._time
+
+    def rates(self, window: float = 1.0) -> tuple[float, float]:
+        """(physics steps per wall second, real-time factor) measured over about the
+        last `window` seconds from the loop's own step counter; (0, 0) before the first
+        samples. Counts requested steps too, so it is the rate the simulation advanced."""
+        samples = list(self._samples)
+        if len(samples) < 2:
+            return 0.0, 0.0
+        now_t, now_n = samples[-1]
+        then_t, then_n = next(
+            ((t, c) for t, c in samples if now_t - t <= window + 1e-9), samples[-2]
+        )
+        if now_t <= then_t:
+            then_t, then_n = samples[-2]
+        rate = (now_n - then_n) / (now_t - then_t)
+        return rate, rate * self.handler.timestep
+
+    def _sample(self) -> None:
+        now = time.perf_counter()
+        if now >= self._next_sample:
+            self._samples.append((now, self._steps))
+            self._next_sample = now + self.SAMPLE_PERIOD
 
     # -- thread lifecycle ----------------------------------------------------------
     def start(self) -> None:
@@ -160,8 +260,13 @@ class PhysicsLoop:
         wall0 = 0.0
         done = 0
         while not self._stop.is_set():
+            self._sample()
             for tick in self._ticks:
                 tick()
+            request = self._request
+            if request is not None and not request.finished.is_set():
+                self._step_slice(request)
+                continue
             if not self._running.is_set():
                 self._idle(self._tick_period)
                 continue
@@ -185,7 +290,9 @@ class PhysicsLoop:
                 if self._stop.is_set() or not self._running.is_set():
                     continue
                 self.handler.step(n=n)
+                self._steps += n
                 events = self.handler.divergence()
+                self._time = self.handler.sim_time(0)
             done += n
             if events and self._on_diverged is not None:
                 self._on_diverged(events)

@@ -115,6 +115,12 @@ def as_array(
 
 def as_scalar(value: Any, key: str) -> float:
     """A 1-DOF joint value: a number, a 0-d array or a 1-element array."""
+    # fast path for what ROS requests carry (float64[1] arrays) and plain floats; anything
+    # else, or a value out of range, takes the general path (and its error message)
+    if type(value) is np.ndarray and value.shape == (1,) and value.dtype == np.float64:
+        value = float(value[0])
+    if type(value) is float and abs(value) <= MAX_ABS_VALUE:  # False for NaN
+        return value
     arr = _convert(value, key, "a number")
     if arr.shape not in ((), (1,)):
         raise StateValidationError(key, f"expected a number, got shape {arr.shape}")

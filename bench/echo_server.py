@@ -1,0 +1,64 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
+"""Bare rclpy services returning prebuilt replies: the baseline of bench_services.py.
+
+It asks the running sim_node once for its replies (get_states, status), then serves the
+same replies, unchanged, under /echo/<name> with the same service types and the same
+executor setup as sim_node. What sim_node costs beyond this is its own work.
+Run: python echo_server.py   (by bench_services.py; stops on SIGINT)
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+
+import rclpy
+from metasim_msgs.srv import GetStates, SetStates
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions
+from std_srvs.srv import Trigger
+
+from metasim_ros.ros.sim_node import EXECUTOR_THREADS
+
+
+def fetch(node: Node, srv_type, name: str):
+    client = node.create_client(srv_type, name)
+    end = time.monotonic() + 60
+    while not client.service_is_ready():
+        if time.monotonic() > end:
+            raise RuntimeError(f"{name} not available")
+        rclpy.spin_once(node, timeout_sec=0.05)
+    future = client.call_async(srv_type.Request())
+    while not future.done():
+        if time.monotonic() > end:
+            raise RuntimeError(f"{name}: no reply")
+        rclpy.spin_once(node, timeout_sec=0.05)
+    node.destroy_client(client)
+    return future.result()
+
+
+def main() -> None:
+    rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
+    stop = threading.Event()
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    node = Node("echo")
+    got = fetch(node, GetStates, "/sim_node/get_states")
+    status = fetch(node, Trigger, "/sim_node/status")
+    set_reply = SetStates.Response(success=True, message=f"set {len(got.states)} environment(s)")
+    node.create_service(GetStates, "/echo/get_states", lambda _req, _res: got)
+    node.create_service(SetStates, "/echo/set_states", lambda _req, _res: set_reply)
+    node.create_service(Trigger, "/echo/status", lambda _req, _res: status)
+    executor = MultiThreadedExecutor(num_threads=EXECUTOR_THREADS)
+    executor.add_node(node)
+    while not stop.is_set():
+        executor.spin_once(timeout_sec=0.1)
+    executor.shutdown(timeout_sec=2.0)
+    node.destroy_node()
+    rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    main()

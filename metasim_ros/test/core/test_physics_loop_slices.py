@@ -1,0 +1,113 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
+"""Requested steps run in slices: the same trajectory as plain mj_step, short lock holds,
+ticks between slices, an exact count when cancelled; the loop measures its own rate."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import mujoco
+import numpy as np
+
+from metasim_ros.core import MujocoHandler
+from metasim_ros.core.sim.physics_loop import PhysicsLoop
+from metasim_ros.scenes import default_scene_path
+
+
+def plain_mj_step(steps: int) -> mujoco.MjData:
+    """The default scene from its home keyframe after `steps` plain mj_step calls."""
+    m = mujoco.MjModel.from_xml_path(default_scene_path())
+    d = mujoco.MjData(m)
+    mujoco.mj_resetDataKeyframe(m, d, mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_KEY, "home"))
+    for _ in range(steps):
+        mujoco.mj_step(m, d)
+    return d
+
+
+def assert_bitwise(h: MujocoHandler, d: mujoco.MjData) -> None:
+    got = h.synced_data(0)
+    for field in ("qpos", "qvel", "act", "qacc_warmstart", "ctrl"):
+        assert np.array_equal(getattr(got, field), getattr(d, field)), field
+    assert got.time == d.time
+
+
+def test_sliced_steps_without_a_thread_equal_plain_mj_step():
+    h = MujocoHandler()
+    loop = PhysicsLoop(h, 0.0)
+    assert loop.step_now(3_000) == 3_000
+    assert_bitwise(h, plain_mj_step(3_000))
+    assert loop.last_sim_time == plain_mj_step(3_000).time
+
+
+def test_last_sim_time_follows_every_release_of_the_simulation():
+    h = MujocoHandler()
+    loop = PhysicsLoop(h, 0.0)
+    with loop.access():
+        with h.editing(0) as data:
+            data.time = 12.5  # what a restored snapshot does
+    assert loop.last_sim_time == 12.5
+
+
+def test_cancelled_request_reports_exactly_the_steps_taken():
+    h = MujocoHandler()
+    loop = PhysicsLoop(h, 0.0)
+    asked = 0
+
+    def cancelled() -> bool:
+        nonlocal asked
+        asked += 1
+        return asked > 6  # five slices of 1, 2, 4, ... steps, then stop
+
+    done = loop.step_now(100_000, cancelled)
+    assert 0 < done < 100_000
+    assert_bitwise(h, plain_mj_step(done))
+
+
+def test_physics_thread_runs_ticks_and_callers_between_slices():
+    h = MujocoHandler()
+    loop = PhysicsLoop(h, 0.0, tick_period=0.001)
+    ticks: list[float] = []
+    loop.add_tick(lambda: ticks.append(time.perf_counter()))
+    loop.pause(True)
+    loop.start()
+    waits: list[float] = []
+    stop = threading.Event()
+
+    def caller() -> None:  # another thread wanting the simulation all along
+        while not stop.is_set():
+            t0 = time.perf_counter()
+            with loop.access():
+                waits.append(time.perf_counter() - t0)
+            time.sleep(0.002)
+
+    other = threading.Thread(target=caller)
+    try:
+        other.start()
+        t0 = time.perf_counter()
+        assert loop.step_now(20_000) == 20_000
+        t1 = time.perf_counter()
+    finally:
+        stop.set()
+        other.join(10)
+        loop.stop()
+    during = [t for t in ticks if t0 <= t <= t1]
+    assert len(during) > 10, "no ticks while the request ran"
+    assert len(waits) > 10, "the other thread never got the simulation"
+    assert_bitwise(h, plain_mj_step(20_000))
+    steps_per_second, rtf = loop.rates(window=10.0)
+    assert steps_per_second > 0 and rtf == steps_per_second * h.timestep
+
+
+def test_rates_follow_the_real_time_factor():
+    h = MujocoHandler()
+    loop = PhysicsLoop(h, 0.5)
+    loop.start()
+    try:
+        time.sleep(1.5)
+        steps_per_second, rtf = loop.rates()
+    finally:
+        loop.stop()
+    assert abs(rtf - 0.5) < 0.1, rtf
+    assert steps_per_second * h.timestep == rtf
