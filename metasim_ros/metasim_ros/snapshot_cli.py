@@ -68,7 +68,7 @@ def _record(args: argparse.Namespace) -> int:
     for i in tqdm(range(1, args.steps + 1), desc="record", unit="step"):
         handler.step()
         rows[i] = capture_state(handler)
-    save_snapshot(handler, args.out, [0], rows, progress=True)
+    save_snapshot(handler, args.out, [0], rows)
     print(f"recorded {args.steps} step(s) ({args.steps + 1} states) to {args.out}")
     return 0
 

@@ -1,51 +1,62 @@
 # Copyright 2026 metasim_ros developers
 # SPDX-License-Identifier: Apache-2.0
-"""The own snapshot format (version 1): its layout, the model signature, and writing it.
+"""The own snapshot format (version 2): its layout, the model signature, and writing it.
 
-Layout (every ``[T, ...]`` dataset holds one row per state; T = 1 for a single snapshot)::
+One dataset per quantity with a step axis (T = 1 for a single snapshot), so a state is a few
+row reads and a 10k-step trajectory a few chunked, compressed datasets::
 
-    /                          attrs: format="metasim_snapshot", version=1, mujoco_version, created,
-                                      signature_hash, nq, nv, na, nu, state_spec, state_size,
-                                      timestep, num_envs, steps
+    /                          attrs: format="metasim_snapshot", version=2, mujoco_version, created,
+                                      signature_hash, nq, nv, na, nu, nbody, state_spec,
+                                      state_size, timestep, num_envs, steps
     /model/xml                 the scene MJCF text (scalar UTF-8 string)
-    /model/joint_names, joint_types, body_names, actuator_names       (model signature, readable)
-    /envs/env_<i>/integration_state   [T, state_size] float64, chunked by rows: mjSTATE_INTEGRATION
-    /envs/env_<i>/state/...           the MetaSim state tree (objects/robots/cameras, render off),
-                                      each leaf stacked to [T, *leaf_shape]; names escaped with
-                                      ``encode_key`` ('/' -> %2F)
+    /model                     attrs: signature (JSON: joint names and types, body names, nq, ...),
+                                      structure (JSON: body_parent, joint_body, the MetaSim models
+                                      with the bodies and joints each owns, target_joints),
+                                      joint_names, body_names (name tables, readable in h5ls)
+    /envs/env_<i>/integration_state  [T, state_size]  mjSTATE_INTEGRATION; attrs components, sizes
+    /envs/env_<i>/body               [T, nbody, 13]   pose and twist of every body (``bodies.py``);
+                                                      attr columns
+    /envs/env_<i>/dof_pos_target     [T, n_targets]   robot joint targets (names: structure)
+    /envs/env_<i>/dof_vel_target     [T, n_targets]
 
-Reading it back is the job of the strategies in ``strategies/own.py``.
+Version 1 (a group per MetaSim tree leaf) is still read; see ``strategies/own.py``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import hashlib
 import itertools
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import h5py
 import mujoco
 import numpy as np
-from tqdm import tqdm
 
 from metasim_ros.core.atomic import atomic_path
 from metasim_ros.core.sim.handler import INTEGRATION_STATE
-from metasim_ros.core.snapshot.io import (
-    SnapshotError,
-    encode_key,
-)
-from metasim_ros.core.snapshot.simulation import PhysicsState, Simulation
+from metasim_ros.core.snapshot.bodies import BODY_COLUMNS, trajectory_body_rows
+from metasim_ros.core.snapshot.io import SnapshotError
+from metasim_ros.core.snapshot.simulation import Simulation
 
 FORMAT_NAME = "metasim_snapshot"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 #: Rows per chunk target ~256 KiB so one-row reads stay cheap and 10k-step writes stay fast.
 _CHUNK_BYTES = 256 * 1024
-#: Largest row of a MetaSim tree leaf read from a file (a free joint's qpos has 7 values).
+#: Largest row of a MetaSim tree leaf read from a version-1 file (a free joint's qpos has 7).
 MAX_TREE_LEAF_VALUES = 64
+#: The parts of mjSTATE_INTEGRATION (single-bit mjtState values), in the order MuJoCo lays them out.
+_COMPONENTS = sorted(
+    (int(getattr(mujoco.mjtState, n)), n[len("mjSTATE_") :].lower())
+    for n in dir(mujoco.mjtState)
+    if n.startswith("mjSTATE_")
+    and int(getattr(mujoco.mjtState, n)) & INTEGRATION_STATE
+    and int(getattr(mujoco.mjtState, n)).bit_count() == 1
+)
 
 
 def state_size(model: mujoco.MjModel) -> int:
@@ -78,22 +89,80 @@ def model_signature(model: mujoco.MjModel) -> dict[str, Any]:
     return sig
 
 
+def state_components(model: mujoco.MjModel) -> tuple[list[str], list[int]]:
+    """Names and sizes of the parts of an integration-state row (for readers of the file)."""
+    return [n for _, n in _COMPONENTS], [int(mujoco.mj_stateSize(model, b)) for b, _ in _COMPONENTS]
+
+
+@dataclasses.dataclass
+class SaveCapture:
+    """What a save takes from the simulation under the lock: per env the integration-state rows
+    [T, state_size] and the robot targets [T, n_targets]; everything else is computed from
+    these on a scratch MjData without the lock."""
+
+    rows: dict[int, np.ndarray]
+    pos_targets: dict[int, np.ndarray]
+    vel_targets: dict[int, np.ndarray]
+
+
+def capture_for_save(
+    handler: Simulation, env_ids: Sequence[int], trajectory: dict[int, np.ndarray] | None
+) -> SaveCapture:
+    """The states to save: the current ones, or ``trajectory`` rows with the current targets.
+
+    Call it holding the simulation lock; it copies a few KB per env.
+    """
+    captured = {e: handler.capture(e) for e in env_ids}
+    rows = (
+        {e: c.integration[None, :] for e, c in captured.items()}
+        if trajectory is None
+        else trajectory
+    )
+
+    def targets(attr: str) -> dict[int, np.ndarray]:
+        out = {}
+        for e, c in captured.items():
+            values = getattr(c, attr)
+            values = np.zeros(0) if values is None else np.asarray(values, dtype=np.float64)
+            out[e] = np.broadcast_to(values, (len(rows[e]), values.size))
+        return out
+
+    return SaveCapture(rows, targets("pos_target"), targets("vel_target"))
+
+
+def _structure(handler: Simulation) -> dict[str, Any]:
+    model = handler.model
+    return {
+        "body_parent": [int(p) for p in model.body_parentid],
+        "joint_body": [int(b) for b in model.jnt_bodyid],
+        "models": [
+            {
+                "name": m.name,
+                "kind": m.kind,
+                "root_body": m.root_body,
+                "free_joint": m.free_joint,
+                "bodies": list(m.body_ids),
+                "joints": list(m.joint_ids),
+            }
+            for m in handler.models
+        ],
+        "target_joints": list(handler.target_joint_names),
+    }
+
+
 def write_snapshot(
     handler: Simulation,
     path: str | os.PathLike[str],
-    env_ids: list[int],
-    rows: Mapping[int, np.ndarray] | None,
-    progress: bool = False,
+    capture: SaveCapture,
 ) -> None:
-    """Write the own format atomically.
-
-    ``rows[env]`` is a [T, state_size] trajectory; ``rows`` None saves the current state.
-    """
+    """Write the own format atomically from captured states; needs no simulation lock (only
+    the model facts of ``handler``; body rows are computed on a scratch MjData)."""
     model = handler.model
     sig = model_signature(model)
-    steps = 1 if rows is None else len(next(iter(rows.values())))
-    trees = {e: _trees(handler, e, None if rows is None else rows[e], progress) for e in env_ids}
-    current = {e: capture_state(handler, e)[None, :] for e in env_ids} if rows is None else rows
+    env_ids = list(capture.rows)
+    steps = len(capture.rows[env_ids[0]])
+    bodies = {e: trajectory_body_rows(model, capture.rows[e]) for e in env_ids}
+    names, sizes = state_components(model)
     with atomic_path(path) as tmp:
         with h5py.File(tmp, "w", libver="latest") as f:
             f.attrs.update(
@@ -107,6 +176,7 @@ def write_snapshot(
                     "nv": sig["nv"],
                     "na": sig["na"],
                     "nu": sig["nu"],
+                    "nbody": int(model.nbody),
                     "state_spec": INTEGRATION_STATE,
                     "state_size": sig["state_size"],
                     "timestep": float(model.opt.timestep),
@@ -117,59 +187,34 @@ def write_snapshot(
             g = f.create_group("model")
             g.create_dataset("xml", data=handler.scene_xml, dtype=h5py.string_dtype())
             g.attrs["signature"] = json.dumps(sig)
-            for key in ("joint_names", "body_names", "actuator_names"):
-                g.create_dataset(
-                    key, data=np.array(sig[key], dtype=object), dtype=h5py.string_dtype()
-                )
-            g.create_dataset("joint_types", data=np.array(sig["joint_types"], dtype=np.int8))
+            g.attrs["structure"] = json.dumps(_structure(handler))
+            g.attrs["joint_names"] = sig["joint_names"]
+            g.attrs["body_names"] = sig["body_names"]
             for e in env_ids:
                 eg = f.create_group(f"envs/env_{e}")
-                eg.create_dataset(
-                    "integration_state", data=current[e], chunks=_chunks(current[e].shape)
-                )
-                _write_tree(eg.create_group("state"), trees[e])
+                ds = _create(eg, "integration_state", capture.rows[e])
+                ds.attrs["components"], ds.attrs["sizes"] = names, sizes
+                _create(eg, "body", bodies[e]).attrs["columns"] = BODY_COLUMNS
+                _create(eg, "dof_pos_target", capture.pos_targets[e])
+                _create(eg, "dof_vel_target", capture.vel_targets[e])
 
 
-def _chunks(shape: tuple[int, ...]) -> tuple[int, ...] | None:
-    """Row chunks for stacks; a single state needs none (contiguous is smaller and faster)."""
-    if shape[0] <= 1:
-        return None
-    row_bytes = 8 * int(np.prod(shape[1:], dtype=np.int64))
-    return (max(1, min(shape[0], _CHUNK_BYTES // max(row_bytes, 1))), *shape[1:])
-
-
-def _trees(handler: Simulation, env_id: int, rows: np.ndarray | None, progress: bool) -> list[dict]:
-    """MetaSim states (render off) for each row, or for the current state, computed by the handler.
-
-    Each state is loaded and ``mj_forward``-ed first: after ``mj_step`` the derived poses still
-    describe the previous step, and the tree must match the integration state stored beside it.
-    The env is rolled back afterwards, so saving never disturbs the simulation.
-    """
-    out = []
-    with handler.transaction([env_id]) as tx:
-        for row in tqdm(
-            [None] if rows is None else rows,
-            desc="state tree",
-            unit="step",
-            disable=not progress,
-            leave=False,
-        ):
-            if row is not None:
-                handler.restore(env_id, PhysicsState(row))
-            out.append(handler.get_states([env_id], render=False)[0])
-        tx.rollback()
-    return out
-
-
-def _write_tree(group: h5py.Group, states: list[Mapping[str, Any]]) -> None:
-    """Mirror the State dict as groups; each leaf stacks its values over ``states``."""
-    for key, value in states[0].items():
-        column = [s[key] for s in states]
-        if isinstance(value, Mapping):
-            _write_tree(group.create_group(encode_key(key)), column)
-        else:
-            data = np.stack([np.asarray(v) for v in column])
-            group.create_dataset(encode_key(key), data=data, chunks=_chunks(data.shape))
+def _create(group: h5py.Group, name: str, data: np.ndarray) -> h5py.Dataset:
+    """A dataset with a step axis: contiguous for one step, chunked by rows and compressed for
+    trajectories (body rows of static bodies and constant targets compress to nearly nothing)."""
+    data = np.ascontiguousarray(data, dtype=np.float64)
+    if data.shape[0] <= 1 or data.size == 0:
+        return group.create_dataset(name, data=data)
+    row_bytes = 8 * int(np.prod(data.shape[1:], dtype=np.int64))
+    rows = max(1, min(data.shape[0], _CHUNK_BYTES // max(row_bytes, 1)))
+    return group.create_dataset(
+        name,
+        data=data,
+        chunks=(rows, *data.shape[1:]),
+        shuffle=True,
+        compression="gzip",
+        compression_opts=1,
+    )
 
 
 # ----------------------------------------------------------------------------------------- reading
