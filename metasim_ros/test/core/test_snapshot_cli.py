@@ -55,7 +55,7 @@ def test_record_inspect_verify_convert(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "converted 51 state(s)" in out.stdout and "'initial_state_data'" in out.stdout
     with h5py.File(conv) as f:
-        assert f.attrs["format"] == "metasim_snapshot" and f.attrs["steps"] == 51
+        assert f.attrs["format"] == b"metasim_snapshot" and f.attrs["steps"] == 51  # fixed-length
         np.testing.assert_array_equal(
             f["envs/env_0/integration_state"][:, 1 : 1 + nq], rows[:, 1 : 1 + nq]
         )

@@ -110,7 +110,9 @@ def test_robomimic_model_file_from_reordered_scene_matches_by_name(tmp_path):
     h = MujocoHandler()
     report = load_snapshot(h, path, allow_partial=True)
     assert report.ok and report.strategy == "flattened", report.summary()
-    assert report.not_restored == ["file joint 'ball_joint' (free): no joint of this scene matches it"]
+    assert report.not_restored == [
+        "file joint 'ball_joint' (free): no joint of this scene matches it"
+    ]
     for name in h.joint_names:
         a, b = other.model.joint(name), h.model.joint(name)
         n = 7 if name == "cube_joint" else 1

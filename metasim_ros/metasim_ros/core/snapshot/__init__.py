@@ -99,9 +99,7 @@ def capture_snapshot(
     return capture_for_save(handler, ids, rows)
 
 
-def write_captured(
-    sim: Simulation, path: str | os.PathLike[str], capture: SaveCapture
-) -> Path:
+def write_captured(sim: Simulation, path: str | os.PathLike[str], capture: SaveCapture) -> Path:
     """The second half of a save, without the lock: body rows on a scratch MjData, the file
     written atomically. ``sim`` is used for its model facts only."""
     target = Path(path)

@@ -18,8 +18,7 @@ from metasim_ros.core.sim.handler import INTEGRATION_STATE
 
 #: Columns of a body row, as stored in the file's ``columns`` attribute.
 BODY_COLUMNS = (
-    "pos_x pos_y pos_z quat_w quat_x quat_y quat_z "
-    "vel_x vel_y vel_z ang_vel_x ang_vel_y ang_vel_z"
+    "pos_x pos_y pos_z quat_w quat_x quat_y quat_z vel_x vel_y vel_z ang_vel_x ang_vel_y ang_vel_z"
 ).split()
 BODY_WIDTH = len(BODY_COLUMNS)
 

@@ -167,11 +167,11 @@ def write_snapshot(
         with h5py.File(tmp, "w", libver="latest") as f:
             f.attrs.update(
                 {
-                    "format": FORMAT_NAME,
+                    "format": _text(FORMAT_NAME),
                     "version": FORMAT_VERSION,
-                    "mujoco_version": mujoco.__version__,
-                    "created": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-                    "signature_hash": sig["hash"],
+                    "mujoco_version": _text(mujoco.__version__),
+                    "created": _text(datetime.datetime.now(datetime.timezone.utc).isoformat()),
+                    "signature_hash": _text(sig["hash"]),
                     "nq": sig["nq"],
                     "nv": sig["nv"],
                     "na": sig["na"],
@@ -185,18 +185,30 @@ def write_snapshot(
                 }
             )
             g = f.create_group("model")
-            g.create_dataset("xml", data=handler.scene_xml, dtype=h5py.string_dtype())
-            g.attrs["signature"] = json.dumps(sig)
-            g.attrs["structure"] = json.dumps(_structure(handler))
-            g.attrs["joint_names"] = sig["joint_names"]
-            g.attrs["body_names"] = sig["body_names"]
+            g.create_dataset("xml", data=_text(handler.scene_xml))
+            g.attrs["signature"] = _text(json.dumps(sig))
+            g.attrs["structure"] = _text(json.dumps(_structure(handler)))
+            g.attrs["joint_names"] = _texts(sig["joint_names"])
+            g.attrs["body_names"] = _texts(sig["body_names"])
             for e in env_ids:
                 eg = f.create_group(f"envs/env_{e}")
                 ds = _create(eg, "integration_state", capture.rows[e])
-                ds.attrs["components"], ds.attrs["sizes"] = names, sizes
-                _create(eg, "body", bodies[e]).attrs["columns"] = BODY_COLUMNS
+                ds.attrs["components"], ds.attrs["sizes"] = _texts(names), sizes
+                _create(eg, "body", bodies[e]).attrs["columns"] = _texts(BODY_COLUMNS)
                 _create(eg, "dof_pos_target", capture.pos_targets[e])
                 _create(eg, "dof_vel_target", capture.vel_targets[e])
+
+
+def _text(value: str) -> np.bytes_:
+    """Fixed-length UTF-8 text: HDF5 keeps it beside the object, not in a global heap, so
+    readers never need to check heaps (see ``io.check_heaps``)."""
+    return np.bytes_(value.encode())
+
+
+def _texts(values: Sequence[str]) -> np.ndarray:
+    """A list of fixed-length UTF-8 strings."""
+    encoded = [v.encode() for v in values]
+    return np.array(encoded, dtype=f"S{max([1, *map(len, encoded)])}")
 
 
 def _create(group: h5py.Group, name: str, data: np.ndarray) -> h5py.Dataset:

@@ -152,7 +152,9 @@ def prepare(
         plans.append(plan)
     if not plans:
         if not tried:
-            raise SnapshotError(f"no known snapshot layout in {f.filename} (found: {_top_level(f)})")
+            raise SnapshotError(
+                f"no known snapshot layout in {f.filename} (found: {_top_level(f)})"
+            )
         raise SnapshotError(f"no layout in {f.filename} fits this model: " + "; ".join(tried))
     return PreparedLoad(str(f.filename), request.env_id, plans, tried)
 

@@ -84,9 +84,7 @@ class InitialStateDataStrategy:
         count = _same_count([d for d in (qpos_ds, qvel_ds) if d is not None])
         qpos = read_row(qpos_ds, index, (model.nq,))
         qvel = None if qvel_ds is None else read_row(qvel_ds, index, (model.nv,))
-        plan = assignment_plan(
-            self.name, sim, count, index, positional(model, qpos, qvel), []
-        )
+        plan = assignment_plan(self.name, sim, count, index, positional(model, qpos, qvel), [])
         exp = plan.expected
         pos = _body_rows(g, "body_pos", model.nbody, count, index, ((3,),))
         if pos is not None:
@@ -320,7 +318,7 @@ class FlattenedStrategy:
         tables = scene
         if demo is not None and "model_file" in demo.attrs:
             try:
-                source = mujoco.MjModel.from_xml_string(read_text(demo.attrs, "model_file"))
+                source = mujoco.MjModel.from_xml_string(read_text(demo, "model_file"))
                 tables = ModelTables.of(source)
             except (ValueError, LayoutMismatchError) as exc:
                 warnings.append(

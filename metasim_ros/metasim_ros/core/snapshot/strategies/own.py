@@ -28,6 +28,7 @@ from metasim_ros.core.snapshot.format import (
 from metasim_ros.core.snapshot.io import (
     MAX_ROW_VALUES,
     LayoutMismatchError,
+    attr,
     attr_int,
     attr_text,
     dataset,
@@ -80,7 +81,7 @@ def env_group(f: h5py.File, env_id: int) -> h5py.Group | None:
 def _signature_diff(f: h5py.File, sig: dict[str, Any]) -> str:
     """Name what differs between the file's model and this one."""
     try:
-        theirs = json.loads(read_text(subgroup(f, "model").attrs, "signature"))
+        theirs = json.loads(read_text(subgroup(f, "model"), "signature"))
     except (AttributeError, KeyError, ValueError, RecursionError, LayoutMismatchError):
         return "file has no readable model signature"
     if not isinstance(theirs, dict):
@@ -120,7 +121,7 @@ class IntegrationStateStrategy:
         )
         return {
             "envs": len(envs) if isinstance(envs, h5py.Group) else 0,
-            **{k: _plain(f.attrs.get(k)) for k in keys},
+            **{k: _plain(attr(f, k)) for k in keys},
         }
 
     def plan(self, f: h5py.File, sim: Simulation, request: LoadRequest) -> Plan | None:
@@ -137,7 +138,7 @@ class IntegrationStateStrategy:
             raise LayoutMismatchError(_signature_diff(f, sig))
         if attr_int(f, "state_spec", -1) != INTEGRATION_STATE:
             raise LayoutMismatchError(
-                f"state spec {f.attrs.get('state_spec')} is not mjSTATE_INTEGRATION"
+                f"state spec {_plain(attr(f, 'state_spec'))} is not mjSTATE_INTEGRATION"
             )
         index = request.index
         row = read_row(ds, index, (sig["state_size"],))
@@ -156,8 +157,7 @@ class IntegrationStateStrategy:
         warnings = []
         if attr_text(f, "mujoco_version") != mujoco.__version__:
             warnings.append(
-                f"written by MuJoCo {_plain(f.attrs.get('mujoco_version'))}, "
-                f"running {mujoco.__version__}"
+                f"written by MuJoCo {attr_text(f, 'mujoco_version')}, running {mujoco.__version__}"
             )
         if _version(f) >= 2:
             bodies = _step_dataset(eg, "body", count, index, (model.nbody, BODY_WIDTH))
@@ -217,7 +217,7 @@ class MetaSimTreeStrategy:
         if not isinstance(envs, h5py.Group):
             return None
         if _own_root(f) and _version(f) >= 2:
-            structure = json.loads(read_text(subgroup(f, "model").attrs, "structure"))
+            structure = json.loads(read_text(subgroup(f, "model"), "structure"))
             models = [f"{m['kind']}s/{m['name']}" for m in structure["models"]]
             return {"envs": len(envs), "models": models}
         trees = [
@@ -269,8 +269,8 @@ def file_tables(f: h5py.File) -> ModelTables:
     if model is None:
         raise LayoutMismatchError("file has no model group")
     try:
-        sig = json.loads(read_text(model.attrs, "signature"))
-        structure = json.loads(read_text(model.attrs, "structure"))
+        sig = json.loads(read_text(model, "signature"))
+        structure = json.loads(read_text(model, "structure"))
         tables = ModelTables(
             tuple(_strings(sig["joint_names"])),
             tuple(_ints(sig["joint_types"], 0, 3)),
@@ -281,8 +281,12 @@ def file_tables(f: h5py.File) -> ModelTables:
     except (KeyError, TypeError, ValueError, RecursionError) as exc:
         raise LayoutMismatchError(f"the file's model tables are unreadable: {exc}") from None
     nj, nb = len(tables.joint_types), len(tables.body_names)
-    if not (len(tables.joint_names) == len(tables.joint_body) == nj and len(tables.body_parent) == nb):
-        raise LayoutMismatchError("the file's model tables disagree on the number of joints or bodies")
+    if not (
+        len(tables.joint_names) == len(tables.joint_body) == nj and len(tables.body_parent) == nb
+    ):
+        raise LayoutMismatchError(
+            "the file's model tables disagree on the number of joints or bodies"
+        )
     if any(p >= nb for p in tables.body_parent) or any(b >= nb for b in tables.joint_body):
         raise LayoutMismatchError("the file's model tables name bodies it does not have")
     return tables
@@ -302,9 +306,7 @@ def _ints(values: Any, low: int, high: int) -> list[int]:
     return values
 
 
-def _plan_from_tables(
-    name: str, f: h5py.File, eg: h5py.Group, sim: Simulation, index: int
-) -> Plan:
+def _plan_from_tables(name: str, f: h5py.File, eg: h5py.Group, sim: Simulation, index: int) -> Plan:
     """A version-2 state on another model: qpos/qvel and body rows through ``matching.match``."""
     tables = file_tables(f)
     ds = dataset(eg, "integration_state")
