@@ -44,7 +44,7 @@ def positional(model: mujoco.MjModel, qpos: np.ndarray, qvel: np.ndarray | None)
 def matched(
     tables: ModelTables, matching: Matching, qpos: np.ndarray, qvel: np.ndarray | None
 ) -> Assignments:
-    """Per-joint values of the file's model (qpos, qvel in its order) on the matched scene joints."""
+    """Per-joint values of the file's model (its qpos, qvel order) on the matched scene joints."""
     if len(qpos) != tables.nq or (qvel is not None and len(qvel) != tables.nv):
         raise LayoutMismatchError(
             f"the file's model needs {tables.nq} qpos and {tables.nv} qvel values"
