@@ -128,7 +128,27 @@ def match(file: ModelTables, scene: ModelTables) -> Matching:
     bodies, body_mapping = _by_name(file.body_names, scene.body_names, "bodies")
     bodies[0] = 0  # the world
     mapping += [m for m in body_mapping if m not in mapping]
+    for b in _moved_by_unmatched(file, set(joints)):
+        if bodies.pop(b, None) is not None:
+            not_restored.append(
+                f"file body {file.body_label(b)}: its pose depends on joints not restored"
+            )
     return Matching(joints, bodies, "name", mapping, not_restored)
+
+
+def _moved_by_unmatched(file: ModelTables, matched: set[int]) -> list[int]:
+    """File bodies below (or on) a joint that is not matched: their poses are not restored."""
+    if file.joint_body is None or file.body_parent is None:
+        return []
+    unmatched_on = {file.joint_body[j] for j in range(len(file.joint_types)) if j not in matched}
+    moved = []
+    for b in range(1, len(file.body_names)):
+        a, seen = b, 0
+        while a > 0 and a not in unmatched_on and seen < len(file.body_names):
+            a, seen = file.body_parent[a], seen + 1
+        if a in unmatched_on:
+            moved.append(b)
+    return moved
 
 
 def _by_name(
