@@ -11,6 +11,8 @@ handful of numpy operations in all.
 
 from __future__ import annotations
 
+import threading
+
 import mujoco
 import numpy as np
 
@@ -45,13 +47,25 @@ def body_rows(model: mujoco.MjModel, data: mujoco.MjData) -> np.ndarray:
     return _assemble(model, data.xpos, data.xquat, data.cvel, data.subtree_com)
 
 
+_local = threading.local()
+
+
+def _scratch(model: mujoco.MjModel) -> mujoco.MjData:
+    """A scratch MjData of ``model`` for this thread, kept: allocating one costs more than the
+    kinematics of a single state."""
+    cached = getattr(_local, "scratch", None)
+    if cached is None or cached[0] is not model:
+        cached = _local.scratch = (model, mujoco.MjData(model))
+    return cached[1]
+
+
 def trajectory_body_rows(model: mujoco.MjModel, rows: np.ndarray) -> np.ndarray:
     """[T, nbody, 13] rows for integration-state rows [T, state_size], on a scratch MjData.
 
     Runs only what the rows need (kinematics, com positions, com velocities): the same MuJoCo
     functions mj_forward runs, so the numbers are mj_forward's bit for bit.
     """
-    data = mujoco.MjData(model)
+    data = _scratch(model)
     steps, nbody = len(rows), model.nbody
     xpos, com = np.empty((steps, nbody, 3)), np.empty((steps, nbody, 3))
     xquat, cvel = np.empty((steps, nbody, 4)), np.empty((steps, nbody, 6))

@@ -70,7 +70,14 @@ def capture_state(handler: Simulation, env_id: int = 0) -> np.ndarray:
 
 
 def model_signature(model: mujoco.MjModel) -> dict[str, Any]:
-    """Everything that fixes the meaning of an integration-state vector, plus its sha256 hash."""
+    """Everything that fixes the meaning of an integration-state vector, plus its sha256 hash.
+
+    Computed once per model (models are not changed after compiling); the result is shared,
+    callers must not change it.
+    """
+    cached = _SIGNATURES.get(id(model))
+    if cached is not None and cached[0] is model:
+        return cached[1]
     sig: dict[str, Any] = {
         "joint_names": [model.joint(j).name for j in range(model.njnt)],
         "joint_types": [int(t) for t in model.jnt_type],
@@ -86,7 +93,12 @@ def model_signature(model: mujoco.MjModel) -> dict[str, Any]:
         "state_size": state_size(model),
     }
     sig["hash"] = hashlib.sha256(json.dumps(sig, sort_keys=True).encode()).hexdigest()
+    _SIGNATURES[id(model)] = (model, sig)
     return sig
+
+
+#: model_signature per model id, holding the model so that the id is not reused.
+_SIGNATURES: dict[int, tuple[mujoco.MjModel, dict[str, Any]]] = {}
 
 
 def state_components(model: mujoco.MjModel) -> tuple[list[str], list[int]]:

@@ -74,6 +74,8 @@ class Plan:
     not_restored: list[str] = dataclasses.field(default_factory=list)
     #: how the file's names were matched to the scene's (prefixes), when not by address
     mapping: list[str] = dataclasses.field(default_factory=list)
+    #: applying it cannot be refused, so the layouts after it need not be read
+    settled: bool = False
 
 
 @dataclasses.dataclass(frozen=True)

@@ -70,9 +70,9 @@ def env_group(f: h5py.File, env_id: int) -> h5py.Group | None:
     envs = f.get("envs")
     if not isinstance(envs, h5py.Group):
         return None
-    names = [k for k in envs if k.startswith("env_")]
     if f"env_{env_id}" in envs:
         return subgroup(envs, f"env_{env_id}")
+    names = [k for k in envs if k.startswith("env_")]
     if len(names) == 1:
         return subgroup(envs, names[0])
     raise LayoutMismatchError(f"file holds envs {sorted(names)} but not env_{env_id}")
@@ -128,6 +128,7 @@ class IntegrationStateStrategy:
         """mj_setState of the saved vector (plus robot targets); needs the same model signature."""
         if not _own_root(f):
             return None
+        version = _version(f)
         eg = env_group(f, request.env_id)
         ds = None if eg is None else dataset(eg, "integration_state")
         if ds is None:
@@ -159,7 +160,7 @@ class IntegrationStateStrategy:
             warnings.append(
                 f"written by MuJoCo {attr_text(f, 'mujoco_version')}, running {mujoco.__version__}"
             )
-        if _version(f) >= 2:
+        if version >= 2:
             bodies = _step_dataset(eg, "body", count, index, (model.nbody, BODY_WIDTH))
             expected.add_body_rows(bodies, {b: b for b in range(model.nbody)})
             n = len(sim.target_joint_names)
@@ -172,7 +173,7 @@ class IntegrationStateStrategy:
             def apply(handler: Simulation, env_id: int) -> None:
                 handler.restore(env_id, state)
 
-            return Plan(self.name, count, i, apply, expected, warnings)
+            return Plan(self.name, count, i, apply, expected, warnings, settled=True)
         tree = subgroup(eg, "state")
         file_state = {} if tree is None else read_tree(tree, index)
         _expect_bodies(model, file_state, expected)
