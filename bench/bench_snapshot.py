@@ -33,6 +33,7 @@ from metasim_ros.core.snapshot import (
     write_captured,
 )
 from metasim_ros.core.snapshot.bodies import trajectory_body_rows
+from metasim_ros.core.snapshot.io import _looping_global_heap
 
 STEPS = 10_000
 
@@ -94,6 +95,11 @@ def main() -> None:
         load_last = median_time(lambda: load_snapshot(h, traj, index=-1), 10)
         load_mid = median_time(lambda: load_snapshot(h, traj, index=STEPS // 2), 10)
         sizes = single.stat().st_size, traj.stat().st_size
+        big = Path(tmp) / "big.h5"  # what a file near snapshot_max_bytes costs to check
+        with h5py.File(big, "w") as f:
+            f["data"] = np.random.default_rng(0).standard_normal(16 * 2**20)  # 128 MiB
+            f.attrs["note"] = "variable-length text: reading it needs the heap check"
+        scan = median_time(lambda: _looping_global_heap(big), 3) / (big.stat().st_size / 2**30)
 
     print(
         f"scene: default (nq={m.nq}, nv={m.nv}, nbody={m.nbody}, integration state "
@@ -116,6 +122,7 @@ def main() -> None:
     )
     print(f"{STEPS}-step trajectory load [-1]:    {x(load_last)}")
     print(f"{STEPS}-step trajectory load [T/2]:   {x(load_mid)}")
+    print(f"global heap check (foreign files only): {scan:8.2f} s/GiB")
     print(
         f"ratios to mj_step: save {save_single / step_s:.0f}x, load+verify "
         f"{load_single / step_s:.0f}x, trajectory step load {load_mid / step_s:.0f}x; "

@@ -195,3 +195,25 @@ def test_save_rejects_bad_arguments(tmp_path, handler, kwargs, message):
 def test_save_into_missing_directory(tmp_path, handler):
     with pytest.raises(SnapshotError, match="does not exist"):
         save_snapshot(handler, tmp_path / "nope" / "x.h5")
+
+
+def _looping_collection() -> bytes:
+    """A global heap collection HDF5 would walk forever: its first object is free space of
+    size 0 (the walk never advances)."""
+    return b"GCOL\x01\x00\x00\x00" + (4096).to_bytes(8, "little") + bytes(4096 - 16)
+
+
+def test_heaps_are_checked_only_when_variable_length_data_is_read(tmp_path, handler, good_file):
+    """A malformed heap appended to a file: the own format (fixed-length text only) never makes
+    HDF5 read a heap, so it loads; a version-1 file (variable-length attributes) is refused."""
+    own = tmp_path / "own_v2.h5"
+    own.write_bytes(good_file.read_bytes() + _looping_collection())
+    report = load_snapshot(handler, own)
+    assert report.ok and report.exact
+    v1 = tmp_path / "own_v1.h5"
+    raw = (DATA / "v1_default_single.h5").read_bytes()
+    v1.write_bytes(raw + _looping_collection())
+    before = fingerprint(handler)
+    with pytest.raises(SnapshotError, match=f"global heap at byte {len(raw)} is malformed"):
+        load_snapshot(handler, v1)
+    assert fingerprint(handler) == before
