@@ -23,6 +23,7 @@ wild:
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -247,6 +248,12 @@ def _split(
     }
 
 
+@functools.lru_cache(maxsize=8)
+def _tables_of(xml: str) -> ModelTables:
+    """The tables of a model_file, compiled once (a conversion reads it for every state)."""
+    return ModelTables.of(mujoco.MjModel.from_xml_string(xml))
+
+
 def _natural(name: str) -> list[Any]:
     """Sort key putting demo_2 before demo_10."""
     return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name)]
@@ -318,8 +325,7 @@ class FlattenedStrategy:
         tables = scene
         if demo is not None and "model_file" in demo.attrs:
             try:
-                source = mujoco.MjModel.from_xml_string(read_text(demo, "model_file"))
-                tables = ModelTables.of(source)
+                tables = _tables_of(read_text(demo, "model_file"))
             except (ValueError, LayoutMismatchError) as exc:
                 warnings.append(
                     f"model_file does not compile here ({str(exc).splitlines()[0]}); "
