@@ -2,17 +2,16 @@
 # SPDX-License-Identifier: Apache-2.0
 """Snapshot save/load cost, measured in one run on the default scene.
 
-Prints save and load times for a single state and a 10,000-step trajectory, as ratios to one
-raw mj_step, with where the time goes: the half that holds the simulation lock (capture;
-apply + verify) and the half that does not (body rows + HDF5 write; h5py open + reads + plan),
-and the file size per step.
+Prints save and load times (best of several runs) for a single state and a 10,000-step
+trajectory, as ratios to one raw mj_step, with where the time goes: the half that holds the
+simulation lock (capture; apply + verify) and the half that does not (body rows + HDF5 write;
+h5py open + reads + plan), the file size per step, and the cost of the global heap check.
 Run: PYTHONPATH=metasim_ros python bench/bench_snapshot.py
 """
 
 from __future__ import annotations
 
 import copy
-import statistics
 import tempfile
 import time
 from collections.abc import Callable
@@ -38,15 +37,16 @@ from metasim_ros.core.snapshot.io import _looping_global_heap
 STEPS = 10_000
 
 
-def median_time(fn: Callable[[], object], repeat: int) -> float:
-    """Median wall time of ``fn`` in seconds (one warm-up call first)."""
+def best_time(fn: Callable[[], object], repeat: int) -> float:
+    """Shortest wall time of ``fn`` in seconds over ``repeat`` calls (after a warm-up call):
+    on a shared machine the minimum is the estimate least disturbed by other processes."""
     fn()
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return min(times)
 
 
 def main() -> None:
@@ -55,23 +55,23 @@ def main() -> None:
     h.step(n=100)
     m = h.model
     scratch = copy.copy(h.synced_data(0))  # raw MuJoCo on its own copy
-    step_s = median_time(lambda: [mujoco.mj_step(m, scratch) for _ in range(200)], 10) / 200
+    step_s = best_time(lambda: [mujoco.mj_step(m, scratch) for _ in range(200)], 10) / 200
 
     def x(seconds: float) -> str:
         return f"{seconds * 1e3:8.3f} ms {seconds / step_s:8.0f}x"
 
     with tempfile.TemporaryDirectory() as tmp:
         single = Path(tmp) / "single.h5"
-        save_single = median_time(lambda: save_snapshot(h, single), 30)
-        capture = median_time(lambda: capture_snapshot(h, single), 200)
+        save_single = best_time(lambda: save_snapshot(h, single), 30)
+        capture = best_time(lambda: capture_snapshot(h, single), 200)
         cap = capture_snapshot(h, single)
-        write = median_time(lambda: write_captured(h, single, cap), 30)
-        body = median_time(lambda: trajectory_body_rows(m, cap.rows[0]), 200)
-        load_single = median_time(lambda: load_snapshot(h, single), 30)
-        h5open = median_time(lambda: h5py.File(single, "r").close(), 30)
-        prepare = median_time(lambda: prepare_load(h, single), 30)
+        write = best_time(lambda: write_captured(h, single, cap), 30)
+        body = best_time(lambda: trajectory_body_rows(m, cap.rows[0]), 200)
+        load_single = best_time(lambda: load_snapshot(h, single), 30)
+        h5open = best_time(lambda: h5py.File(single, "r").close(), 30)
+        prepare = best_time(lambda: prepare_load(h, single), 30)
         prepared = prepare_load(h, single)
-        apply = median_time(lambda: apply_load(h, prepared), 200)
+        apply = best_time(lambda: apply_load(h, prepared), 200)
         state = capture_state(h)
         spec = int(mujoco.mjtState.mjSTATE_INTEGRATION)
 
@@ -79,27 +79,24 @@ def main() -> None:
             mujoco.mj_setState(m, scratch, state, spec)
             mujoco.mj_forward(m, scratch)
 
-        raw = median_time(raw_restore, 200)
+        raw = best_time(raw_restore, 200)
 
         rows = np.empty((STEPS, state.size))
         for i in range(STEPS):
             rows[i] = capture_state(h)
             h.step()
         traj = Path(tmp) / "traj.h5"
-        t0 = time.perf_counter()
-        save_snapshot(h, traj, trajectory=rows)
-        save_traj = time.perf_counter() - t0
-        t0 = time.perf_counter()
+        save_traj = best_time(lambda: save_snapshot(h, traj, trajectory=rows), 3)
+        traj_body_s = best_time(lambda: trajectory_body_rows(m, rows), 3)
         traj_bodies = trajectory_body_rows(m, rows)
-        traj_body_s = time.perf_counter() - t0
-        load_last = median_time(lambda: load_snapshot(h, traj, index=-1), 10)
-        load_mid = median_time(lambda: load_snapshot(h, traj, index=STEPS // 2), 10)
+        load_last = best_time(lambda: load_snapshot(h, traj, index=-1), 10)
+        load_mid = best_time(lambda: load_snapshot(h, traj, index=STEPS // 2), 10)
         sizes = single.stat().st_size, traj.stat().st_size
         big = Path(tmp) / "big.h5"  # what a file near snapshot_max_bytes costs to check
         with h5py.File(big, "w") as f:
             f["data"] = np.random.default_rng(0).standard_normal(16 * 2**20)  # 128 MiB
             f.attrs["note"] = "variable-length text: reading it needs the heap check"
-        scan = median_time(lambda: _looping_global_heap(big), 3) / (big.stat().st_size / 2**30)
+        scan = best_time(lambda: _looping_global_heap(big), 3) / (big.stat().st_size / 2**30)
 
     print(
         f"scene: default (nq={m.nq}, nv={m.nv}, nbody={m.nbody}, integration state "
