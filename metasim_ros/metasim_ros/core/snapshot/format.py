@@ -7,15 +7,16 @@ row reads and a 10k-step trajectory a few chunked, compressed datasets::
 
     /                          attrs: format="metasim_snapshot", version=2, mujoco_version, created,
                                       signature_hash, nq, nv, na, nu, nbody, state_spec,
-                                      state_size, timestep, num_envs, steps
+                                      state_size, timestep, num_envs, steps, and what the
+                                      per-env datasets hold: integration_state_components,
+                                      integration_state_sizes, body_columns
     /model/xml                 the scene MJCF text (scalar UTF-8 string)
     /model                     attrs: signature (JSON: joint names and types, body names, nq, ...),
                                       structure (JSON: body_parent, joint_body, the MetaSim models
                                       with the bodies and joints each owns, target_joints),
                                       joint_names, body_names (name tables, readable in h5ls)
-    /envs/env_<i>/integration_state  [T, state_size]  mjSTATE_INTEGRATION; attrs components, sizes
-    /envs/env_<i>/body               [T, nbody, 13]   pose and twist of every body (``bodies.py``);
-                                                      attr columns
+    /envs/env_<i>/integration_state  [T, state_size]  mjSTATE_INTEGRATION
+    /envs/env_<i>/body               [T, nbody, 13]   pose and twist of every body (``bodies.py``)
     /envs/env_<i>/dof_pos_target     [T, n_targets]   robot joint targets (names: structure)
     /envs/env_<i>/dof_vel_target     [T, n_targets]
 
@@ -168,47 +169,73 @@ def write_snapshot(
     capture: SaveCapture,
 ) -> None:
     """Write the own format atomically from captured states; needs no simulation lock (only
-    the model facts of ``handler``; body rows are computed on a scratch MjData)."""
+    the model facts of ``handler``; body rows are computed on a scratch MjData).
+
+    Everything that depends on the model alone (root attributes, /model) is built once per
+    model as an HDF5 file image; a save copies it and adds the states.
+    """
     model = handler.model
-    sig = model_signature(model)
     env_ids = list(capture.rows)
-    steps = len(capture.rows[env_ids[0]])
     bodies = {e: trajectory_body_rows(model, capture.rows[e]) for e in env_ids}
-    names, sizes = state_components(model)
     with atomic_path(path) as tmp:
-        with h5py.File(tmp, "w", libver="latest") as f:
-            f.attrs.update(
-                {
-                    "format": _text(FORMAT_NAME),
-                    "version": FORMAT_VERSION,
-                    "mujoco_version": _text(mujoco.__version__),
-                    "created": _text(datetime.datetime.now(datetime.timezone.utc).isoformat()),
-                    "signature_hash": _text(sig["hash"]),
-                    "nq": sig["nq"],
-                    "nv": sig["nv"],
-                    "na": sig["na"],
-                    "nu": sig["nu"],
-                    "nbody": int(model.nbody),
-                    "state_spec": INTEGRATION_STATE,
-                    "state_size": sig["state_size"],
-                    "timestep": float(model.opt.timestep),
-                    "num_envs": len(env_ids),
-                    "steps": steps,
-                }
-            )
-            g = f.create_group("model")
-            g.create_dataset("xml", data=_text(handler.scene_xml))
-            g.attrs["signature"] = _text(json.dumps(sig))
-            g.attrs["structure"] = _text(json.dumps(_structure(handler)))
-            g.attrs["joint_names"] = _texts(sig["joint_names"])
-            g.attrs["body_names"] = _texts(sig["body_names"])
+        tmp.write_bytes(_model_image(handler))
+        with h5py.File(tmp, "r+", libver="latest") as f:
+            f.attrs["created"] = _text(datetime.datetime.now(datetime.timezone.utc).isoformat())
+            f.attrs["num_envs"] = len(env_ids)
+            f.attrs["steps"] = len(capture.rows[env_ids[0]])
             for e in env_ids:
                 eg = f.create_group(f"envs/env_{e}")
-                ds = _create(eg, "integration_state", capture.rows[e])
-                ds.attrs["components"], ds.attrs["sizes"] = _texts(names), sizes
-                _create(eg, "body", bodies[e]).attrs["columns"] = _texts(BODY_COLUMNS)
+                _create(eg, "integration_state", capture.rows[e])
+                _create(eg, "body", bodies[e])
                 _create(eg, "dof_pos_target", capture.pos_targets[e])
                 _create(eg, "dof_vel_target", capture.vel_targets[e])
+
+
+def _model_image(handler: Simulation) -> bytes:
+    """The file image holding what depends on the model only (cached per model and scene)."""
+    model = handler.model
+    cached = _IMAGES.get(id(model))
+    if cached is not None and cached[0] is model and cached[1] == handler.scene_xml:
+        return cached[2]
+    sig = model_signature(model)
+    names, sizes = state_components(model)
+    with h5py.File(
+        f"metasim-model-{id(model)}.h5", "w", driver="core", backing_store=False, libver="latest"
+    ) as f:
+        f.attrs.update(
+            {
+                "format": _text(FORMAT_NAME),
+                "version": FORMAT_VERSION,
+                "mujoco_version": _text(mujoco.__version__),
+                "signature_hash": _text(sig["hash"]),
+                "nq": sig["nq"],
+                "nv": sig["nv"],
+                "na": sig["na"],
+                "nu": sig["nu"],
+                "nbody": int(model.nbody),
+                "state_spec": INTEGRATION_STATE,
+                "state_size": sig["state_size"],
+                "timestep": float(model.opt.timestep),
+                # what the per-env datasets hold, for readers of the file
+                "integration_state_components": _texts(names),
+                "integration_state_sizes": sizes,
+                "body_columns": _texts(BODY_COLUMNS),
+            }
+        )
+        g = f.create_group("model")
+        g.create_dataset("xml", data=_text(handler.scene_xml))
+        g.attrs["signature"] = _text(json.dumps(sig))
+        g.attrs["structure"] = _text(json.dumps(_structure(handler)))
+        g.attrs["joint_names"] = _texts(sig["joint_names"])
+        g.attrs["body_names"] = _texts(sig["body_names"])
+        f.flush()
+        image = f.id.get_file_image()
+    _IMAGES[id(model)] = (model, handler.scene_xml, image)
+    return image
+
+
+#: _model_image per model id, holding the model so that the id is not reused.
+_IMAGES: dict[int, tuple[mujoco.MjModel, str, bytes]] = {}
 
 
 def _text(value: str) -> np.bytes_:
