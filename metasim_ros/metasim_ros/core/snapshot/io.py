@@ -192,11 +192,12 @@ def _heap_loops(mm: mmap.mmap, start: int, length: int, p: int) -> bool:
 def attr(obj: h5py.File | h5py.Group | h5py.Dataset, name: str, default: object = None) -> object:
     """Attribute ``name`` of ``obj`` (``default`` if absent); an unreadable one is a mismatch."""
     try:
-        if name not in obj.attrs:
+        attrs = obj.attrs  # each access builds a new manager (and opens the root of a File)
+        if name not in attrs:
             return default
-        if _variable(obj.attrs.get_id(name).get_type()):
+        if _variable(attrs.get_id(name).get_type()):
             check_heaps(obj.file)
-        return obj.attrs[name]
+        return attrs[name]
     except (OSError, KeyError, TypeError, ValueError) as exc:
         raise LayoutMismatchError(f"attribute {name} of {obj.name} is unreadable: {exc}") from None
 
@@ -271,11 +272,14 @@ def read_row(ds: h5py.Dataset, index: int, shape: tuple[int, ...] | None = None)
     otherwise.
     """
     row_ndim = 1 if shape is None else len(shape)
-    count = row_count(ds, row_ndim)
-    row_shape = ds.shape if ds.ndim == row_ndim else ds.shape[1:]
-    if shape is not None and tuple(row_shape) != tuple(shape):
+    full = ds.shape
+    if len(full) not in (row_ndim, row_ndim + 1):
+        row_count(ds, row_ndim)  # raises, naming the shape
+    stacked = len(full) == row_ndim + 1
+    count, row_shape = (int(full[0]), tuple(full[1:])) if stacked else (1, tuple(full))
+    if shape is not None and row_shape != tuple(shape):
         raise LayoutMismatchError(
-            f"{ds.name} rows have shape {tuple(row_shape)}, this model needs {tuple(shape)}"
+            f"{ds.name} rows have shape {row_shape}, this model needs {tuple(shape)}"
         )
     if int(np.prod(row_shape, dtype=np.int64)) > MAX_ROW_VALUES:
         raise LayoutMismatchError(
@@ -284,11 +288,15 @@ def read_row(ds: h5py.Dataset, index: int, shape: tuple[int, ...] | None = None)
     if ds.dtype.kind not in "fiu":
         raise LayoutMismatchError(f"{ds.name} has dtype {ds.dtype}, expected numbers")
     i = resolve_index(index, count, ds.name)
+    out = np.empty(row_shape, dtype=np.float64)
     try:
-        data = ds[()] if ds.ndim == row_ndim else ds[i]
-    except (OSError, ValueError) as exc:
+        if out.size:  # one hyperslab read, converted to float64 by HDF5
+            space = ds.id.get_space()
+            if stacked:
+                space.select_hyperslab((i,) + (0,) * len(row_shape), (1, *row_shape))
+            ds.id.read(h5py.h5s.create_simple(row_shape), space, out)
+    except (OSError, ValueError, TypeError) as exc:
         raise SnapshotError(f"corrupt data in {ds.name}: {exc}") from None
-    out = np.asarray(data, dtype=np.float64)
     if not np.all(np.isfinite(out)):
         raise LayoutMismatchError(f"{ds.name} state {i} contains NaN or infinite values")
     return out
