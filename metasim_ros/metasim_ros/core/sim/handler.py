@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import copy
 import numbers
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -121,6 +120,7 @@ class MujocoHandler:
         self._writer = StateWriter(m, self._reader, self._targets, self.cameras, derived_tolerance)
         self._joints = JointReader(m, self.joint_names, self._targets)
         self._stale = [False] * num_envs  # changed since derived quantities were computed
+        self._spares: list[mujoco.MjData] = []  # MjData for transaction backups, reused
         self._state_size = int(mujoco.mj_stateSize(m, INTEGRATION_STATE))
         self.reset()
 
@@ -195,6 +195,8 @@ class MujocoHandler:
         except BaseException:
             tx.rollback()
             raise
+        finally:
+            self._spares.extend(backup[0] for backup in tx._backups.values())
 
     def _sync(self, env_ids: Sequence[int] | None = None) -> None:
         """mj_forward the envs changed since they were last synced.
@@ -376,8 +378,11 @@ class MujocoHandler:
         return self._joints.read(self._datas[e], e, reference)
 
     def _backup(self, env_id: int) -> tuple[mujoco.MjData, np.ndarray, np.ndarray, bool]:
+        # a kept MjData and mj_copyData: microseconds, where allocating a copy costs ~0.4 ms
+        spare = self._spares.pop() if self._spares else mujoco.MjData(self._model)
+        mujoco.mj_copyData(spare, self._model, self._datas[env_id])
         return (
-            copy.copy(self._datas[env_id]),
+            spare,
             self._targets.pos[env_id].copy(),
             self._targets.vel[env_id].copy(),
             self._stale[env_id],
