@@ -273,10 +273,13 @@ def _demos(f: h5py.File) -> list[str]:
 
 
 def _demo(f: h5py.File, group: str) -> h5py.Group | None:
-    """The demo ``group`` (a caller error if absent), or the first in natural order."""
+    """The demo ``group`` (a caller error if the file holds demos but not that one), or the
+    first in natural order; None without demos."""
     demos = _demos(f)
+    if not demos:
+        return None
     if not group:
-        return f["data"][demos[0]] if demos else None
+        return f["data"][demos[0]]
     if group not in demos:
         shown = ", ".join(demos[:10]) + (" ..." if len(demos) > 10 else "")
         raise SnapshotError(
@@ -313,12 +316,13 @@ class FlattenedStrategy:
     def plan(self, f: h5py.File, sim: Simulation, request: LoadRequest) -> Plan | None:
         """Split a ``[time, qpos, qvel]`` row; joints matched through model_file when it compiles
         (by address for the scene's structure, else by name), by position otherwise."""
-        ds, demo = dataset(f, "initial_state"), None
-        if ds is None or request.group:
-            demo = _demo(f, request.group)
-            if demo is None:
-                return None
+        ds, demo = dataset(f, "initial_state"), _demo(f, request.group)
+        if demo is not None and (ds is None or request.group):
             ds = demo["states"]
+        elif ds is None:
+            return None
+        else:
+            demo = None
         model = sim.model
         warnings: list[str] = []
         scene = ModelTables.of(model)
