@@ -13,7 +13,6 @@ import mmap
 import os
 import struct
 import urllib.parse
-import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -67,8 +66,13 @@ def open_snapshot(path: str | os.PathLike[str], max_bytes: int | None = None) ->
 
 def check_heaps(f: h5py.File) -> None:
     """Refuse a file whose global heaps HDF5 would parse forever; call before reading any
-    variable-length value (strings, vlen arrays). Scanned once per open file."""
-    if _CHECKED.get(f.id) == f.filename:
+    variable-length value (strings, vlen arrays). Scanned once per file version."""
+    try:
+        st = os.stat(f.filename)
+    except OSError as exc:
+        raise SnapshotError(f"cannot read snapshot file {f.filename}: {exc}") from None
+    key = (f.filename, st.st_ino, st.st_size, st.st_mtime_ns)
+    if key in _CHECKED:
         return
     bad_heap = _looping_global_heap(Path(f.filename))
     if bad_heap is not None:
@@ -76,11 +80,13 @@ def check_heaps(f: h5py.File) -> None:
             f"corrupt HDF5 file {f.filename}: global heap at byte {bad_heap} is malformed "
             "(HDF5 would never finish reading it)"
         )
-    _CHECKED[f.id] = f.filename
+    if len(_CHECKED) >= 64:
+        _CHECKED.pop(next(iter(_CHECKED)))
+    _CHECKED[key] = None
 
 
-#: Open files whose global heaps were checked (entries leave with the file).
-_CHECKED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+#: Files (path, inode, size, mtime) whose global heaps were checked, oldest first.
+_CHECKED: dict[tuple[str, int, int, int], None] = {}
 
 
 def _variable(type_id: h5py.h5t.TypeID) -> bool:
