@@ -12,6 +12,7 @@ Run: PYTHONPATH=metasim_ros python bench/bench_snapshot.py
 from __future__ import annotations
 
 import copy
+import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -49,6 +50,14 @@ def best_time(fn: Callable[[], object], repeat: int) -> float:
     return min(times)
 
 
+def _fsync_file(path: Path, size: int) -> None:
+    """What the atomic write pays the disk: write ``size`` bytes and fsync them."""
+    with open(path, "wb") as fh:
+        fh.write(bytes(size))
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
 def main() -> None:
     h = MujocoHandler()
     h.set_states([{"objects": {"cube": {"pos": [0.55, -0.2, 0.6]}}}])
@@ -67,6 +76,7 @@ def main() -> None:
         cap = capture_snapshot(h, single)
         write = best_time(lambda: write_captured(h, single, cap), 30)
         body = best_time(lambda: trajectory_body_rows(m, cap.rows[0]), 200)
+        fsync = best_time(lambda: _fsync_file(Path(tmp) / "fsync.bin", single.stat().st_size), 30)
         load_single = best_time(lambda: load_snapshot(h, single), 30)
         h5open = best_time(lambda: h5py.File(single, "r").close(), 30)
         prepare = best_time(lambda: prepare_load(h, single), 30)
@@ -107,6 +117,7 @@ def main() -> None:
     print(f"  capture (under the lock):          {x(capture)}")
     print(f"  write (no lock):                   {x(write)}")
     print(f"    of which body rows:              {x(body)}")
+    print(f"    (a bare write+fsync of that size: {x(fsync)}; the disk's share)")
     print(f"single state load+verify:            {x(load_single)}")
     print(f"  prepare (no lock):                 {x(prepare)}")
     print(f"    of which h5py open+close:        {x(h5open)}")
