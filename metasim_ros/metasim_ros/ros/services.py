@@ -34,7 +34,7 @@ from std_srvs.srv import SetBool, Trigger
 from metasim_ros.core.errors import RequestError
 from metasim_ros.core.paths import resolve_inside
 from metasim_ros.core.sim.access import SimulationAccess
-from metasim_ros.core.snapshot import load_snapshot, save_snapshot
+from metasim_ros.core.snapshot import apply_load, capture_snapshot, prepare_load, write_captured
 from metasim_ros.ros.conversions import WorldStateFiller, world_to_states
 from metasim_ros.ros.parameters import SimParameters
 from metasim_ros.ros.streams import read_world
@@ -137,18 +137,27 @@ class SimServices:
 
     @replying
     def load_snapshot(self, request: LoadSnapshot.Request, response: LoadSnapshot.Response):
-        """~/load_snapshot: restore one state of a file, verified."""
+        """~/load_snapshot: restore one state of a file, verified.
+
+        The file is opened, read and checked against the model without the lock; only the
+        apply + verify (a few mj_forward-sized operations) holds it.
+        """
         path = self._snapshot_path(request.path)
+        prepared = prepare_load(
+            self._sim.handler,  # model facts only
+            path,
+            index=request.index,
+            group=request.group,
+            max_bytes=self._params.snapshot_max_bytes,
+            max_steps=self._params.snapshot_max_steps,
+        )
         with self._sim.locked() as h:
-            report = load_snapshot(
-                h,
-                path,
-                index=request.index,
-                max_bytes=self._params.snapshot_max_bytes,
-                max_steps=self._params.snapshot_max_steps,
-            )
+            report = apply_load(h, prepared, allow_partial=request.allow_partial)
         response.success, response.message = report.ok, report.summary()
         response.strategy = report.strategy
+        response.exact = report.exact
+        response.not_restored = report.not_restored
+        response.name_mapping = report.mapping
         response.max_position_error = max(report.max_qpos_error, report.max_qvel_error)
         response.max_body_error = max(
             (e for e in (report.max_body_pos_error, report.max_body_rot_error) if e is not None),
@@ -160,11 +169,16 @@ class SimServices:
 
     @replying
     def save_snapshot(self, request: SaveSnapshot.Request, response: SaveSnapshot.Response):
-        """~/save_snapshot: every env to one HDF5 file, atomically."""
+        """~/save_snapshot: every env to one HDF5 file, atomically.
+
+        Only the capture of the physics states holds the lock (microseconds); body rows are
+        computed on a scratch MjData and the file is written after it.
+        """
         path = self._snapshot_path(request.path)
         path.parent.mkdir(parents=True, exist_ok=True)
         with self._sim.locked() as h:
-            save_snapshot(h, path)
+            capture = capture_snapshot(h, path)
+        write_captured(self._sim.handler, path, capture)  # model facts only
         response.success, response.message = True, f"saved {path}"
         return response
 

@@ -52,6 +52,7 @@ from test_snapshot_support import (  # noqa: E402
 )
 
 _SIG = mujoco.mjtState.mjSTATE_INTEGRATION
+DATA = Path(__file__).parent / "data"  # version-1 files written by the version-1 writer
 #: One load of any file, however hostile, takes less than this (seconds).
 LOAD_SECONDS = 2.0
 
@@ -94,7 +95,8 @@ def templates(tmp_path_factory, sim) -> Templates:
     """Valid files of every layout, as bytes."""
     d = tmp_path_factory.mktemp("templates")
     h = sim.h
-    save_snapshot(h, d / "own.h5")
+    save_snapshot(h, d / "own.h5")  # the current format (version 2)
+    (d / "own_v1.h5").write_bytes((DATA / "v1_default_single.h5").read_bytes())
     rows = np.stack([capture_state(h)] * 3)
     save_snapshot(h, d / "own_traj.h5", [0], rows)
     write_initial_state_data(d / "isd.h5", h)
@@ -195,6 +197,8 @@ _NAMES = [
     "xml",
     "%2E",
     "%",
+    "body",
+    "dof_vel_target",
 ]
 _ATTRS = [
     "format",
@@ -205,6 +209,10 @@ _ATTRS = [
     "model_file",
     "signature",
     "steps",
+    "structure",
+    "joint_names",
+    "body_names",
+    "state_size",
 ]
 
 
@@ -363,7 +371,7 @@ def test_mutated_files(data, sim, templates, tmp_path_factory):
     flips=st.lists(
         st.tuples(st.floats(0, 1, exclude_max=True), st.integers(0, 7)), min_size=1, max_size=6
     ),
-    template=st.sampled_from(["own", "own_traj", "isd", "robomimic"]),
+    template=st.sampled_from(["own", "own_v1", "own_traj", "isd", "robomimic"]),
 )
 def test_bit_flipped_files(flips, template, sim, templates, tmp_path_factory):
     raw = bytearray(templates[template])
@@ -377,7 +385,7 @@ def test_bit_flipped_files(flips, template, sim, templates, tmp_path_factory):
 
 @given(
     cut=st.floats(0, 1, exclude_max=True),
-    template=st.sampled_from(["own", "own_traj", "isd", "per_object"]),
+    template=st.sampled_from(["own", "own_v1", "own_traj", "isd", "per_object"]),
 )
 def test_truncated_files(cut, template, sim, templates, tmp_path_factory):
     raw = templates[template]
@@ -438,6 +446,21 @@ def _hostile_files(directory: Path, sim: Sim) -> list[Path]:
             f, sig, {"envs/env_0/integration_state": ((1, 10**12), "f8")}
         ),
         "integration_0d": lambda f: _own(f, sig, {"envs/env_0/integration_state": ((), "f8")}),
+        "v2_body_rows": lambda f: _own(
+            f,
+            sig,
+            {
+                "envs/env_0/integration_state": ((1, n), "f8"),
+                "envs/env_0/body": ((10**12, m.nbody, 13), "f8"),
+            },
+            version=2,
+        ),
+        "v2_tables": lambda f: _own(
+            f,
+            "0" * 64,
+            {"envs/env_0/integration_state": ((10**12, n), "f8")},
+            version=2,
+        ),
         "tree_leaves": lambda f: _own(
             f,
             "0" * 64,
@@ -495,11 +518,12 @@ def _datasets(f: h5py.File, shapes: dict[str, tuple]) -> None:
         f.create_dataset(key, shape=shape, dtype=dtype, chunks=chunks)
 
 
-def _own(f: h5py.File, sig: Any, shapes: dict[str, tuple]) -> None:
+def _own(f: h5py.File, sig: Any, shapes: dict[str, tuple], version: int = 1) -> None:
     f.attrs.update(
         {
             "format": "metasim_snapshot",
-            "version": 1,
+            "version": version,
+            "state_size": 10**12,
             "state_spec": int(_SIG),
             "signature_hash": sig["hash"] if isinstance(sig, dict) else sig,
         }

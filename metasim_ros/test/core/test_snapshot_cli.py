@@ -55,7 +55,7 @@ def test_record_inspect_verify_convert(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "converted 51 state(s)" in out.stdout and "'initial_state_data'" in out.stdout
     with h5py.File(conv) as f:
-        assert f.attrs["format"] == "metasim_snapshot" and f.attrs["steps"] == 51
+        assert f.attrs["format"] == b"metasim_snapshot" and f.attrs["steps"] == 51  # fixed-length
         np.testing.assert_array_equal(
             f["envs/env_0/integration_state"][:, 1 : 1 + nq], rows[:, 1 : 1 + nq]
         )
@@ -84,3 +84,66 @@ def test_failures_exit_nonzero_with_one_line(tmp_path):
 def test_usage_error_exits_2():
     out = cli("record", "x.h5")
     assert out.returncode == 2 and "--steps" in out.stderr
+
+
+def _default_state() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """qpos, qvel and body positions of the default scene as it starts (MuJoCo's numbers)."""
+    import mujoco
+
+    from metasim_ros.scenes import default_scene_path
+
+    m = mujoco.MjModel.from_xml_path(default_scene_path())
+    d = mujoco.MjData(m)
+    mujoco.mj_resetDataKeyframe(m, d, m.key("home").id)
+    mujoco.mj_forward(m, d)
+    return d.qpos.copy(), d.qvel.copy(), d.xpos.copy()
+
+
+def test_verify_exit_codes_partial_and_inexact(tmp_path):
+    qpos, qvel, xpos = _default_state()
+    partial = tmp_path / "cube_only.h5"
+    with h5py.File(partial, "w") as f:
+        f["cube_joint_qpos"] = [0.5, 0.0, 0.6, 1.0, 0.0, 0.0, 0.0]
+    out = cli("verify", str(partial))
+    assert out.returncode == 3, out.stdout + out.stderr
+    assert "not restored: scene joint 'box_joint' (hinge): not in the file" in out.stdout
+    assert out.stdout.count("not restored:") == 10
+    assert "partial, 10 item(s) not restored" in out.stderr
+
+    inexact = tmp_path / "moved_body.h5"
+    with h5py.File(inexact, "w") as f:
+        f["initial_state_data/qpos"], f["initial_state_data/qvel"] = qpos, qvel
+        f["initial_state_data/body_pos"] = xpos[1:] + [0.0, 0.0, 0.05]  # poses off by 5 cm
+    out = cli("verify", str(inexact))
+    assert out.returncode == 4, out.stdout + out.stderr
+    assert "REJECTED (verification exceeded tolerance" in out.stdout
+    assert "exceeds tolerance 1e-06" in out.stderr
+    with h5py.File(inexact, "a") as f:
+        f["initial_state_data/body_pos"][...] = xpos[1:]
+    out = cli("verify", str(inexact))
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_convert_robomimic_demo_to_v2_and_verify(tmp_path):
+    from metasim_ros.scenes import default_scene_path
+
+    qpos, qvel, _ = _default_state()
+    src = tmp_path / "demos.h5"
+    rows = {"demo_2": 0.2, "demo_10": 0.9}
+    with h5py.File(src, "w") as f:
+        for name, lid in rows.items():
+            q = qpos.copy()
+            q[-1] = lid  # box_joint is the last joint of the default scene
+            g = f.create_group(f"data/{name}")
+            g.attrs["model_file"] = Path(default_scene_path()).read_text()
+            g["states"] = np.stack([np.concatenate([[t * 0.002], q, qvel]) for t in range(3)])
+    dst = tmp_path / "v2.h5"
+    out = cli("convert", str(src), str(dst), "--group", "demo_10")
+    assert out.returncode == 0, out.stderr
+    assert "converted 3 state(s)" in out.stdout and "version 2" in out.stdout
+    with h5py.File(dst) as f:
+        assert f.attrs["version"] == 2 and f["envs/env_0/integration_state"].shape[0] == 3
+        assert f["envs/env_0/integration_state"][1, 0] == 0.002
+        assert f["envs/env_0/integration_state"][2, len(qpos)] == 0.9  # qpos[-1] at 1 + nq - 1
+    out = cli("verify", str(dst), "--index", "2")
+    assert out.returncode == 0 and "bitwise exact: True" in out.stdout, out.stdout + out.stderr

@@ -4,12 +4,17 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import h5py
 import numpy as np
 import pytest
 
 from metasim_ros.core.snapshot import SnapshotError, capture_state, load_snapshot, save_snapshot
 from test_snapshot_support import fingerprint, flat, moving_handler, write_initial_state_data
+
+DATA = Path(__file__).parent / "data"
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +85,7 @@ CASES = {
     "no_layout": (_no_layout, "no known snapshot layout"),
     "wrong_model": (
         _wrong_model,
-        r"flattened: /initial_state rows have shape \(\d+,\), this model needs",
+        r"flattened: /initial_state rows hold \d+ values; the file's model needs",
     ),
     "nan": (_nan, "NaN"),
     "huge": (_huge, "rows have shape"),
@@ -133,9 +138,11 @@ def test_signature_mismatch_with_no_other_layout(tmp_path, handler, good_file):
     path.write_bytes(good_file.read_bytes())
     with h5py.File(path, "a") as f:
         f.attrs["signature_hash"] = "0" * 64
-        for kind in ("objects", "robots"):
-            for name in list(f[f"envs/env_0/state/{kind}"]):
-                f[f"envs/env_0/state/{kind}"].move(name, f"other_{name}")
+        model = f["model"]
+        sig, structure = json.loads(model.attrs["signature"]), json.loads(model.attrs["structure"])
+        sig["joint_names"] = [f"j{i}" for i in range(len(sig["joint_names"]))]
+        structure["body_parent"] = [0] * len(structure["body_parent"])  # another tree
+        model.attrs["signature"], model.attrs["structure"] = json.dumps(sig), json.dumps(structure)
     before = fingerprint(handler)
     with pytest.raises(
         SnapshotError,
@@ -160,7 +167,8 @@ def test_verification_failure_reports_and_rolls_back(tmp_path, handler):
 
 def test_rejected_set_states_falls_through(tmp_path, handler):
     """A tree the handler refuses (bad quaternion) is skipped with a reason; a later layout wins."""
-    path = save_snapshot(handler, tmp_path / "bad_tree.h5")
+    path = tmp_path / "bad_tree.h5"
+    path.write_bytes((DATA / "v1_default_single.h5").read_bytes())  # version 1: a MetaSim tree
     with h5py.File(path, "a") as f:
         f.attrs["signature_hash"] = "0" * 64
         f["envs/env_0/state/objects/cube/rot"][0] = [5.0, 0, 0, 0]
@@ -187,3 +195,25 @@ def test_save_rejects_bad_arguments(tmp_path, handler, kwargs, message):
 def test_save_into_missing_directory(tmp_path, handler):
     with pytest.raises(SnapshotError, match="does not exist"):
         save_snapshot(handler, tmp_path / "nope" / "x.h5")
+
+
+def _looping_collection() -> bytes:
+    """A global heap collection HDF5 would walk forever: its first object is free space of
+    size 0 (the walk never advances)."""
+    return b"GCOL\x01\x00\x00\x00" + (4096).to_bytes(8, "little") + bytes(4096 - 16)
+
+
+def test_heaps_are_checked_only_when_variable_length_data_is_read(tmp_path, handler, good_file):
+    """A malformed heap appended to a file: the own format (fixed-length text only) never makes
+    HDF5 read a heap, so it loads; a version-1 file (variable-length attributes) is refused."""
+    own = tmp_path / "own_v2.h5"
+    own.write_bytes(good_file.read_bytes() + _looping_collection())
+    report = load_snapshot(handler, own)
+    assert report.ok and report.exact
+    v1 = tmp_path / "own_v1.h5"
+    raw = (DATA / "v1_default_single.h5").read_bytes()
+    v1.write_bytes(raw + _looping_collection())
+    before = fingerprint(handler)
+    with pytest.raises(SnapshotError, match=f"global heap at byte {len(raw)} is malformed"):
+        load_snapshot(handler, v1)
+    assert fingerprint(handler) == before

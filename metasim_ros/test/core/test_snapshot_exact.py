@@ -12,6 +12,7 @@ from metasim_ros.core import MujocoHandler
 from metasim_ros.core.snapshot import SnapshotError, capture_state, load_snapshot, save_snapshot
 from test_snapshot_support import (
     TARGET,
+    fingerprint,
     forwarded,
     moving_handler,
     reordered_xml,
@@ -91,7 +92,8 @@ def test_trajectory_index_selects_step(tmp_path):
     with h5py.File(path) as f:
         ds = f["envs/env_0/integration_state"]
         assert ds.shape == (30, rows[0].size) and ds.chunks is not None
-        assert f["envs/env_0/state/objects/cube/pos"].shape == (30, 3)
+        assert f.attrs["version"] == 2
+        assert f["envs/env_0/body"].shape == (30, h.model.nbody, 13)
     for index, row in ((0, 0), (7, 7), (-1, 29), (-30, 0)):
         b = MujocoHandler()
         report = load_snapshot(b, path, index=index)
@@ -104,10 +106,14 @@ def test_named_restore_survives_reordered_extended_scene(tmp_path):
     path = save_snapshot(a, tmp_path / "a.h5")
     b = MujocoHandler(reordered_xml())
     assert b.joint_names != a.joint_names
-    report = load_snapshot(b, path)
+    before = fingerprint(b)
+    refused = load_snapshot(b, path)  # the scene's ball is not in the file: partial
+    assert not refused.ok and refused.partial and fingerprint(b) == before, refused.summary()
+    report = load_snapshot(b, path, allow_partial=True)
     assert report.ok and report.strategy == "metasim_tree", report.summary()
     assert "model signature differs" in report.tried[0]
-    assert any("ball" in w for w in report.warnings)
+    assert any("'ball_joint'" in n for n in report.not_restored), report.not_restored
+    assert all("ball" in n for n in report.not_restored), report.not_restored
     for name in a.joint_names:
         ja, jb = a.model.joint(name), b.model.joint(name)
         width = {0: 7, 1: 4}.get(int(ja.type[0]), 1)

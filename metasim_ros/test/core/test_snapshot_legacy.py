@@ -11,6 +11,7 @@ import pytest
 from metasim_ros.core import MujocoHandler
 from metasim_ros.core.snapshot import inspect_snapshot, load_snapshot
 from test_snapshot_support import (
+    fingerprint,
     flat,
     moving_handler,
     qpos_qvel,
@@ -66,11 +67,17 @@ def test_per_object_partial_leaves_other_models_and_says_so(tmp_path, source):
     with h5py.File(path, "w") as f:
         f["cube_joint_qpos"] = source.synced_data(0).qpos[j.qposadr[0] : j.qposadr[0] + 7]
     h = MujocoHandler()
+    before = fingerprint(h)
+    refused = load_snapshot(h, path)
+    assert not refused.ok and refused.strategy == "per_object" and fingerprint(h) == before
     arm_before = h.synced_data(0).qpos[:9].copy()
-    report = load_snapshot(h, path)
+    report = load_snapshot(h, path, allow_partial=True)
     assert report.ok and report.strategy == "per_object"
     assert h.synced_data(0).qpos[:9].tobytes() == arm_before.tobytes()
-    assert any("['box', 'franka']" in w for w in report.warnings)
+    left_out = {n.split(":")[0] for n in report.not_restored}
+    assert left_out == {f"scene joint '{n}' (hinge)" for n in [*h.joint_names[:7], "box_joint"]} | {
+        f"scene joint '{n}' (slide)" for n in h.joint_names[7:9]
+    }, report.not_restored
     assert any("velocities" in w for w in report.warnings)
 
 
@@ -101,9 +108,11 @@ def test_robomimic_model_file_from_reordered_scene_matches_by_name(tmp_path):
     path = tmp_path / "robomimic_reordered.h5"
     write_robomimic(path, flat(other)[None, :], other.scene_xml)
     h = MujocoHandler()
-    report = load_snapshot(h, path)
+    report = load_snapshot(h, path, allow_partial=True)
     assert report.ok and report.strategy == "flattened", report.summary()
-    assert any("ball_joint" in w for w in report.warnings)
+    assert report.not_restored == [
+        "file joint 'ball_joint' (free): no joint of this scene matches it"
+    ]
     for name in h.joint_names:
         a, b = other.model.joint(name), h.model.joint(name)
         n = 7 if name == "cube_joint" else 1

@@ -55,6 +55,30 @@ def main() -> None:
             rclpy.spin_once(node, timeout_sec=0.05)
         return future.result()
 
+    # Warm-up, one harmless call of each kind, retried: Fast DDS drops a service's response
+    # when the client's response reader is not matched yet (rmw_fastrtps waits 100 ms for it),
+    # which on a loaded machine can happen to a client's first call of a service.
+    warm_up = (
+        ("GetStates", GetStates.Request()),
+        ("SetStates", SetStates.Request(states=[WorldState(model_states=[ModelState(name="?")])])),
+        ("SaveSnapshot", SaveSnapshot.Request(path=f"warmup{cid}.h5")),
+        ("LoadSnapshot", LoadSnapshot.Request(path=f"missing{cid}.h5", index=-1)),
+        ("Step", Step.Request(steps=1)),
+    )
+    for kind, request in warm_up:
+        ready_by = time.monotonic() + 30
+        while not clients[kind].service_is_ready() and time.monotonic() < ready_by:
+            rclpy.spin_once(node, timeout_sec=0.05)
+        for _ in range(5):
+            future = clients[kind].call_async(request)
+            deadline = time.monotonic() + 3
+            while not future.done() and time.monotonic() < deadline:
+                rclpy.spin_once(node, timeout_sec=0.05)
+            if future.done():
+                break
+        else:
+            raise TimeoutError(f"{kind}: no response to the warm-up call")
+
     served: dict[str, int] = {}
     rejected: dict[str, int] = {}
     wrong: list[str] = []

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import copy
 import numbers
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -143,6 +142,7 @@ class MujocoHandler:
         self.sensors = SensorTable(m, self.models)
         self._wrenches = AppliedWrenches(m, num_envs)
         self._stale = [False] * num_envs  # changed since derived quantities were computed
+        self._spares: list[mujoco.MjData] = []  # MjData for transaction backups, reused
         self._state_size = int(mujoco.mj_stateSize(m, INTEGRATION_STATE))
         self.reset()
 
@@ -227,6 +227,8 @@ class MujocoHandler:
         except BaseException:
             tx.rollback()
             raise
+        finally:
+            self._spares.extend(backup[0] for backup in tx._backups.values())
 
     def _sync(self, env_ids: Sequence[int] | None = None) -> None:
         """mj_forward the envs changed since they were last synced.
@@ -502,9 +504,12 @@ class MujocoHandler:
         return self._joints.read(self._datas[e], e, reference)
 
     def _backup(self, env_id: int) -> tuple:
+        # a kept MjData and mj_copyData: microseconds, where allocating a copy costs ~0.4 ms
+        spare = self._spares.pop() if self._spares else mujoco.MjData(self._model)
+        mujoco.mj_copyData(spare, self._model, self._datas[env_id])
         t = self._targets
         return (
-            copy.copy(self._datas[env_id]),
+            spare,
             [a[env_id].copy() for a in (t.pos, t.vel, t.effort, t.mode, t.balls.pos, t.balls.vel)],
             self._stale[env_id],
             self._wrenches.get(env_id),

@@ -4,6 +4,9 @@
 
 ``save_snapshot`` writes the own format (see ``snapshot_format``) atomically; ``load_snapshot``
 runs the restore chain (see ``snapshot_restore``) and never leaves the simulation half-changed.
+Both come in two halves for callers that share the simulation between threads: the file work
+(``prepare_load``, ``write_snapshot``) needs only the model and runs without the simulation lock;
+only ``apply_load`` and ``capture_snapshot`` touch MjData (a short hold of the lock).
 """
 
 from __future__ import annotations
@@ -18,19 +21,24 @@ from tqdm import tqdm
 
 from metasim_ros.core.errors import SnapshotError
 from metasim_ros.core.snapshot.format import (
+    SaveCapture,
+    capture_for_save,
     capture_state,
     stack_trajectory,
     state_size,
     write_snapshot,
 )
 from metasim_ros.core.snapshot.io import LayoutMismatchError, open_snapshot
+from metasim_ros.core.snapshot.plan import LoadRequest
 from metasim_ros.core.snapshot.restore import (
     DEFAULT_MAX_STEPS,
     DEFAULT_TOLERANCE,
     STRATEGIES,
+    PreparedLoad,
     RestoreReport,
+    apply_prepared,
     check_tolerance,
-    restore_from_file,
+    prepare,
 )
 from metasim_ros.core.snapshot.simulation import Simulation
 
@@ -41,31 +49,35 @@ DEFAULT_MAX_BYTES = 16 * 1024**3
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "DEFAULT_MAX_STEPS",
+    "PreparedLoad",
     "RestoreReport",
+    "SaveCapture",
     "SnapshotError",
+    "apply_load",
+    "capture_snapshot",
     "capture_state",
     "convert_snapshot",
     "inspect_snapshot",
     "load_snapshot",
+    "prepare_load",
     "save_snapshot",
+    "write_captured",
 ]
 
 
-def save_snapshot(
+def capture_snapshot(
     handler: Simulation,
     path: str | os.PathLike[str],
     env_ids: Sequence[int] | None = None,
     trajectory: Any = None,
     *,
-    progress: bool = False,
     max_steps: int | None = DEFAULT_MAX_STEPS,
-) -> Path:
-    """Save the state of ``env_ids`` (default all) to ``path``, atomically; return the path.
+) -> SaveCapture:
+    """The first half of a save, under the simulation lock: check the request, copy the states.
 
     ``trajectory``: integration-state rows (``capture_state``) — [T, state_size] for one env or
     [T, len(env_ids), state_size]; the file then holds those T states instead of the current one.
-    ``max_steps``: largest T accepted (None: no limit); saving builds every step's state tree in
-    memory (about 25 KB a step for the default scene), so the default stays moderate.
+    ``max_steps``: largest T accepted (None: no limit). Raises ``SnapshotError`` for a bad request.
     """
     _check_limit(max_steps, "max_steps")
     ids = list(range(handler.num_envs)) if env_ids is None else [int(e) for e in env_ids]
@@ -84,11 +96,73 @@ def save_snapshot(
         if trajectory is None
         else stack_trajectory(trajectory, ids, state_size(handler.model), max_steps)
     )
+    return capture_for_save(handler, ids, rows)
+
+
+def write_captured(sim: Simulation, path: str | os.PathLike[str], capture: SaveCapture) -> Path:
+    """The second half of a save, without the lock: body rows on a scratch MjData, the file
+    written atomically. ``sim`` is used for its model facts only."""
+    target = Path(path)
     try:
-        write_snapshot(handler, target, ids, rows, progress)
+        write_snapshot(sim, target, capture)
     except OSError as exc:
         raise SnapshotError(f"cannot save snapshot {target}: {exc}") from None
     return target
+
+
+def save_snapshot(
+    handler: Simulation,
+    path: str | os.PathLike[str],
+    env_ids: Sequence[int] | None = None,
+    trajectory: Any = None,
+    *,
+    max_steps: int | None = DEFAULT_MAX_STEPS,
+) -> Path:
+    """Save the state of ``env_ids`` (default all) to ``path``, atomically; return the path.
+
+    See ``capture_snapshot`` for ``trajectory`` and ``max_steps``.
+    """
+    capture = capture_snapshot(handler, path, env_ids, trajectory, max_steps=max_steps)
+    return write_captured(handler, path, capture)
+
+
+def prepare_load(
+    sim: Simulation,
+    path: str | os.PathLike[str],
+    index: int = -1,
+    env_id: int = 0,
+    *,
+    group: str = "",
+    max_bytes: int | None = DEFAULT_MAX_BYTES,
+    max_steps: int | None = DEFAULT_MAX_STEPS,
+) -> PreparedLoad:
+    """The first half of a load, without the lock: open, parse, read state ``index`` of every
+    layout present and check it against the model (``sim``'s model facts only).
+
+    ``group``: the robomimic demo to read (empty: the first in natural order). Limits (None:
+    none): ``max_bytes`` refuses larger files before they are opened (os.stat); ``max_steps``
+    refuses layouts declaring more states. Whatever the file declares, a load reads one state:
+    shapes and dtypes are checked before any data is read.
+    """
+    _check_limit(max_bytes, "max_bytes")
+    _check_limit(max_steps, "max_steps")
+    request = LoadRequest(int(index), int(env_id), str(group))
+    with open_snapshot(path, max_bytes) as f:
+        return prepare(f, sim, request, max_steps)
+
+
+def apply_load(
+    handler: Simulation,
+    prepared: PreparedLoad,
+    *,
+    tolerance: float = DEFAULT_TOLERANCE,
+    allow_partial: bool = False,
+) -> RestoreReport:
+    """The second half of a load, under the lock: apply, mj_forward, verify against everything
+    the file holds; roll back when verification fails or something is left out without
+    ``allow_partial``."""
+    check_tolerance(tolerance)
+    return apply_prepared(handler, prepared, tolerance, bool(allow_partial))
 
 
 def load_snapshot(
@@ -97,6 +171,8 @@ def load_snapshot(
     index: int = -1,
     env_id: int = 0,
     *,
+    group: str = "",
+    allow_partial: bool = False,
     tolerance: float = DEFAULT_TOLERANCE,
     max_bytes: int | None = DEFAULT_MAX_BYTES,
     max_steps: int | None = DEFAULT_MAX_STEPS,
@@ -104,19 +180,17 @@ def load_snapshot(
     """Restore state ``index`` (negative from the end) of ``path`` into env ``env_id``.
 
     Tries the layouts in order (integration state, MetaSim tree, initial_state_data, per-object,
-    flattened) and reports which one worked and how closely the result matches the file.
-    Raises ``SnapshotError`` when nothing can be restored; returns a report with ``ok=False``
-    when a restore exceeded ``tolerance``. In both cases the simulation is left bitwise unchanged.
-
-    Limits (None: none): ``max_bytes`` refuses larger files before they are opened (os.stat);
-    ``max_steps`` refuses layouts declaring more states. Whatever the file declares, a load
-    reads one state: shapes and dtypes are checked before any data is read.
+    flattened) and reports which one worked, how closely the result matches every value the file
+    holds, and what was not restored. Raises ``SnapshotError`` when nothing can be restored;
+    returns a report with ``ok=False`` when a restore exceeded ``tolerance`` or left something
+    out without ``allow_partial``. In both cases the simulation is left bitwise unchanged.
+    See ``prepare_load`` for ``group`` and the limits.
     """
     check_tolerance(tolerance)
-    _check_limit(max_bytes, "max_bytes")
-    _check_limit(max_steps, "max_steps")
-    with open_snapshot(path, max_bytes) as f:
-        return restore_from_file(f, handler, int(index), int(env_id), tolerance, max_steps)
+    prepared = prepare_load(
+        handler, path, index, env_id, group=group, max_bytes=max_bytes, max_steps=max_steps
+    )
+    return apply_load(handler, prepared, tolerance=tolerance, allow_partial=allow_partial)
 
 
 def _check_limit(value: int | None, name: str) -> None:
@@ -149,24 +223,33 @@ def convert_snapshot(
     src: str | os.PathLike[str],
     dst: str | os.PathLike[str],
     *,
+    group: str = "",
+    allow_partial: bool = False,
     tolerance: float = DEFAULT_TOLERANCE,
     progress: bool = False,
 ) -> list[RestoreReport]:
     """Rewrite every state of ``src`` (any known layout) as an own-format trajectory at ``dst``.
 
-    Each state is restored into env 0 and verified; the first one failing verification aborts
-    the conversion. The handler is left in the last state of ``src``.
+    Each state is restored into env 0 and verified; the first one failing verification (or left
+    partial without ``allow_partial``) aborts the conversion. The handler is left in the last
+    state of ``src``.
     """
     check_tolerance(tolerance)
     reports: list[RestoreReport] = []
     rows: list[np.ndarray] = []
     with open_snapshot(src) as f:
-        first = restore_from_file(f, handler, 0, 0, tolerance)
-        for i in tqdm(range(first.count), desc="convert", unit="state", disable=not progress):
-            report = first if i == 0 else restore_from_file(f, handler, i, 0, tolerance)
-            if not report.ok:
-                raise SnapshotError(f"state {i} of {src} failed verification:\n{report.summary()}")
-            reports.append(report)
-            rows.append(capture_state(handler, 0))
-    save_snapshot(handler, dst, [0], np.stack(rows), progress=progress)
+        i, count = 0, 1
+        with tqdm(desc="convert", unit="state", disable=not progress) as bar:
+            while i < count:
+                prepared = prepare(f, handler, LoadRequest(i, 0, group), None)
+                report = apply_prepared(handler, prepared, tolerance, allow_partial)
+                if not report.ok:
+                    raise SnapshotError(f"state {i} of {src} was not restored:\n{report.summary()}")
+                count = report.count
+                reports.append(report)
+                rows.append(capture_state(handler, 0))
+                bar.total = count
+                bar.update()
+                i += 1
+    save_snapshot(handler, dst, [0], np.stack(rows), max_steps=None)
     return reports

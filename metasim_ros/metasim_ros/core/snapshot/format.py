@@ -1,54 +1,66 @@
 # Copyright 2026 metasim_ros developers
 # SPDX-License-Identifier: Apache-2.0
-"""The own snapshot format (version 1): its layout, the model signature, and writing it.
+"""The own snapshot format (version 2): its layout, the model signature, and writing it.
 
-Layout (every ``[T, ...]`` dataset holds one row per state; T = 1 for a single snapshot)::
+One dataset per quantity with a step axis (T = 1 for a single snapshot), so a state is a few
+row reads and a 10k-step trajectory a few chunked, compressed datasets::
 
-    /                          attrs: format="metasim_snapshot", version=1, mujoco_version, created,
-                                      signature_hash, nq, nv, na, nu, state_spec, state_size,
-                                      timestep, num_envs, steps
+    /                          attrs: format="metasim_snapshot", version=2, mujoco_version, created,
+                                      signature_hash, nq, nv, na, nu, nbody, state_spec,
+                                      state_size, timestep, num_envs, steps, and what the
+                                      per-env datasets hold: integration_state_components,
+                                      integration_state_sizes, body_columns
     /model/xml                 the scene MJCF text (scalar UTF-8 string)
-    /model/joint_names, joint_types, body_names, actuator_names       (model signature, readable)
-    /envs/env_<i>/integration_state   [T, state_size] float64, chunked by rows: mjSTATE_INTEGRATION
-    /envs/env_<i>/wrench_remaining    [1, nbody] sim seconds left of each body's applied wrench
-                                      (0 = none ends); single states only (optional)
-    /envs/env_<i>/state/...           the MetaSim state tree (objects/robots/cameras, render off),
-                                      each leaf stacked to [T, *leaf_shape]; names escaped with
-                                      ``encode_key`` ('/' -> %2F)
+    /model                     attrs: signature (JSON: joint names and types, body names, nq, ...),
+                                      structure (JSON: body_parent, joint_body, the MetaSim models
+                                      with the bodies and joints each owns, target_joints),
+                                      joint_names, body_names (name tables, readable in h5ls)
+    /envs/env_<i>/integration_state  [T, state_size]  mjSTATE_INTEGRATION
+    /envs/env_<i>/body               [T, nbody, 13]   pose and twist of every body (``bodies.py``)
+    /envs/env_<i>/dof_pos_target     [T, n_targets]   robot joint targets (names: structure)
+    /envs/env_<i>/dof_vel_target     [T, n_targets]
+    /envs/env_<i>/wrench_remaining   [T, nbody]       sim seconds left of each body's applied
+                                                       wrench (0 = none or until cleared)
 
-Reading it back is the job of the strategies in ``strategies/own.py``.
+Version 1 (a group per MetaSim tree leaf) is still read; see ``strategies/own.py``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import hashlib
 import itertools
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import h5py
 import mujoco
 import numpy as np
-from tqdm import tqdm
 
 from metasim_ros.core.atomic import atomic_path
 from metasim_ros.core.sim.handler import INTEGRATION_STATE
 from metasim_ros.core.sim.wrenches import remaining_durations
-from metasim_ros.core.snapshot.io import (
-    SnapshotError,
-    encode_key,
-)
-from metasim_ros.core.snapshot.simulation import PhysicsState, Simulation
+from metasim_ros.core.snapshot.bodies import BODY_COLUMNS, trajectory_body_rows
+from metasim_ros.core.snapshot.io import SnapshotError
+from metasim_ros.core.snapshot.simulation import Simulation
 
 FORMAT_NAME = "metasim_snapshot"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 #: Rows per chunk target ~256 KiB so one-row reads stay cheap and 10k-step writes stay fast.
 _CHUNK_BYTES = 256 * 1024
-#: Largest row of a MetaSim tree leaf read from a file (a free joint's qpos has 7 values).
+#: Largest row of a MetaSim tree leaf read from a version-1 file (a free joint's qpos has 7).
 MAX_TREE_LEAF_VALUES = 64
+#: The parts of mjSTATE_INTEGRATION (single-bit mjtState values), in the order MuJoCo lays them out.
+_COMPONENTS = sorted(
+    (int(getattr(mujoco.mjtState, n)), n[len("mjSTATE_") :].lower())
+    for n in dir(mujoco.mjtState)
+    if n.startswith("mjSTATE_")
+    and int(getattr(mujoco.mjtState, n)) & INTEGRATION_STATE
+    and int(getattr(mujoco.mjtState, n)).bit_count() == 1
+)
 
 
 def state_size(model: mujoco.MjModel) -> int:
@@ -62,7 +74,14 @@ def capture_state(handler: Simulation, env_id: int = 0) -> np.ndarray:
 
 
 def model_signature(model: mujoco.MjModel) -> dict[str, Any]:
-    """Everything that fixes the meaning of an integration-state vector, plus its sha256 hash."""
+    """Everything that fixes the meaning of an integration-state vector, plus its sha256 hash.
+
+    Computed once per model (models are not changed after compiling); the result is shared,
+    callers must not change it.
+    """
+    cached = _SIGNATURES.get(id(model))
+    if cached is not None and cached[0] is model:
+        return cached[1]
     sig: dict[str, Any] = {
         "joint_names": [model.joint(j).name for j in range(model.njnt)],
         "joint_types": [int(t) for t in model.jnt_type],
@@ -78,113 +97,190 @@ def model_signature(model: mujoco.MjModel) -> dict[str, Any]:
         "state_size": state_size(model),
     }
     sig["hash"] = hashlib.sha256(json.dumps(sig, sort_keys=True).encode()).hexdigest()
+    _SIGNATURES[id(model)] = (model, sig)
     return sig
+
+
+#: model_signature per model id, holding the model so that the id is not reused.
+_SIGNATURES: dict[int, tuple[mujoco.MjModel, dict[str, Any]]] = {}
+
+
+def state_components(model: mujoco.MjModel) -> tuple[list[str], list[int]]:
+    """Names and sizes of the parts of an integration-state row (for readers of the file)."""
+    return [n for _, n in _COMPONENTS], [int(mujoco.mj_stateSize(model, b)) for b, _ in _COMPONENTS]
+
+
+@dataclasses.dataclass
+class SaveCapture:
+    """What a save takes from the simulation under the lock: per env the integration-state rows
+    [T, state_size] and the robot targets [T, n_targets]; everything else is computed from
+    these on a scratch MjData without the lock."""
+
+    rows: dict[int, np.ndarray]
+    pos_targets: dict[int, np.ndarray]
+    vel_targets: dict[int, np.ndarray]
+    #: [T, nbody] sim seconds left of applied wrenches (MuJoCo's state has no place for when
+    #: they end); the current ones for a single state, none for trajectory rows
+    wrench_remaining: dict[int, np.ndarray]
+
+
+def capture_for_save(
+    handler: Simulation, env_ids: Sequence[int], trajectory: dict[int, np.ndarray] | None
+) -> SaveCapture:
+    """The states to save: the current ones, or ``trajectory`` rows with the current targets.
+
+    Call it holding the simulation lock; it copies a few KB per env.
+    """
+    captured = {e: handler.capture(e) for e in env_ids}
+    rows = (
+        {e: c.integration[None, :] for e, c in captured.items()}
+        if trajectory is None
+        else trajectory
+    )
+
+    def targets(attr: str) -> dict[int, np.ndarray]:
+        out = {}
+        for e, c in captured.items():
+            values = getattr(c, attr)
+            values = np.zeros(0) if values is None else np.asarray(values, dtype=np.float64)
+            out[e] = np.broadcast_to(values, (len(rows[e]), values.size))
+        return out
+
+    nbody = handler.model.nbody
+    wrenches = {
+        e: (
+            remaining_durations(c.wrench_until, c.integration[0])[None, :]
+            if trajectory is None
+            else np.zeros((len(rows[e]), nbody))
+        )
+        for e, c in captured.items()
+    }
+    return SaveCapture(rows, targets("pos_target"), targets("vel_target"), wrenches)
+
+
+def _structure(handler: Simulation) -> dict[str, Any]:
+    model = handler.model
+    return {
+        "body_parent": [int(p) for p in model.body_parentid],
+        "joint_body": [int(b) for b in model.jnt_bodyid],
+        "models": [
+            {
+                "name": m.name,
+                "kind": m.kind,
+                "root_body": m.root_body,
+                "free_joint": m.free_joint,
+                "bodies": list(m.body_ids),
+                "joints": list(m.joint_ids),
+            }
+            for m in handler.models
+        ],
+        "target_joints": list(handler.target_joint_names),
+    }
 
 
 def write_snapshot(
     handler: Simulation,
     path: str | os.PathLike[str],
-    env_ids: list[int],
-    rows: Mapping[int, np.ndarray] | None,
-    progress: bool = False,
+    capture: SaveCapture,
 ) -> None:
-    """Write the own format atomically.
+    """Write the own format atomically from captured states; needs no simulation lock (only
+    the model facts of ``handler``; body rows are computed on a scratch MjData).
 
-    ``rows[env]`` is a [T, state_size] trajectory; ``rows`` None saves the current state.
+    Everything that depends on the model alone (root attributes, /model) is built once per
+    model as an HDF5 file image; a save copies it and adds the states.
     """
     model = handler.model
-    sig = model_signature(model)
-    steps = 1 if rows is None else len(next(iter(rows.values())))
-    trees = {e: _trees(handler, e, None if rows is None else rows[e], progress) for e in env_ids}
-    current = {e: capture_state(handler, e)[None, :] for e in env_ids} if rows is None else rows
+    env_ids = list(capture.rows)
+    bodies = {e: trajectory_body_rows(model, capture.rows[e]) for e in env_ids}
     with atomic_path(path) as tmp:
-        with h5py.File(tmp, "w", libver="latest") as f:
-            f.attrs.update(
-                {
-                    "format": FORMAT_NAME,
-                    "version": FORMAT_VERSION,
-                    "mujoco_version": mujoco.__version__,
-                    "created": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-                    "signature_hash": sig["hash"],
-                    "nq": sig["nq"],
-                    "nv": sig["nv"],
-                    "na": sig["na"],
-                    "nu": sig["nu"],
-                    "state_spec": INTEGRATION_STATE,
-                    "state_size": sig["state_size"],
-                    "timestep": float(model.opt.timestep),
-                    "num_envs": len(env_ids),
-                    "steps": steps,
-                }
-            )
-            g = f.create_group("model")
-            g.create_dataset("xml", data=handler.scene_xml, dtype=h5py.string_dtype())
-            g.attrs["signature"] = json.dumps(sig)
-            for key in ("joint_names", "body_names", "actuator_names"):
-                g.create_dataset(
-                    key, data=np.array(sig[key], dtype=object), dtype=h5py.string_dtype()
-                )
-            g.create_dataset("joint_types", data=np.array(sig["joint_types"], dtype=np.int8))
+        tmp.write_bytes(_model_image(handler))
+        with h5py.File(tmp, "r+", libver="latest") as f:
+            f.attrs["created"] = _text(datetime.datetime.now(datetime.timezone.utc).isoformat())
+            f.attrs["num_envs"] = len(env_ids)
+            f.attrs["steps"] = len(capture.rows[env_ids[0]])
             for e in env_ids:
                 eg = f.create_group(f"envs/env_{e}")
-                eg.create_dataset(
-                    "integration_state", data=current[e], chunks=_chunks(current[e].shape)
-                )
-                _write_tree(eg.create_group("state"), trees[e])
-                if rows is None:  # when applied wrenches end: MuJoCo's state has no place
-                    physics = handler.capture(e)
-                    eg.create_dataset(
-                        "wrench_remaining",
-                        data=remaining_durations(physics.wrench_until, physics.integration[0])[
-                            None, :
-                        ],
-                    )
+                _create(eg, "integration_state", capture.rows[e])
+                _create(eg, "body", bodies[e])
+                _create(eg, "dof_pos_target", capture.pos_targets[e])
+                _create(eg, "dof_vel_target", capture.vel_targets[e])
+                _create(eg, "wrench_remaining", capture.wrench_remaining[e])
 
 
-def _chunks(shape: tuple[int, ...]) -> tuple[int, ...] | None:
-    """Row chunks for stacks; a single state needs none (contiguous is smaller and faster)."""
-    if shape[0] <= 1:
-        return None
-    row_bytes = 8 * int(np.prod(shape[1:], dtype=np.int64))
-    return (max(1, min(shape[0], _CHUNK_BYTES // max(row_bytes, 1))), *shape[1:])
+def _model_image(handler: Simulation) -> bytes:
+    """The file image holding what depends on the model only (cached per model and scene)."""
+    model = handler.model
+    cached = _IMAGES.get(id(model))
+    if cached is not None and cached[0] is model and cached[1] == handler.scene_xml:
+        return cached[2]
+    sig = model_signature(model)
+    names, sizes = state_components(model)
+    with h5py.File(
+        f"metasim-model-{id(model)}.h5", "w", driver="core", backing_store=False, libver="latest"
+    ) as f:
+        f.attrs.update(
+            {
+                "format": _text(FORMAT_NAME),
+                "version": FORMAT_VERSION,
+                "mujoco_version": _text(mujoco.__version__),
+                "signature_hash": _text(sig["hash"]),
+                "nq": sig["nq"],
+                "nv": sig["nv"],
+                "na": sig["na"],
+                "nu": sig["nu"],
+                "nbody": int(model.nbody),
+                "state_spec": INTEGRATION_STATE,
+                "state_size": sig["state_size"],
+                "timestep": float(model.opt.timestep),
+                # what the per-env datasets hold, for readers of the file
+                "integration_state_components": _texts(names),
+                "integration_state_sizes": sizes,
+                "body_columns": _texts(BODY_COLUMNS),
+            }
+        )
+        g = f.create_group("model")
+        g.create_dataset("xml", data=_text(handler.scene_xml))
+        g.attrs["signature"] = _text(json.dumps(sig))
+        g.attrs["structure"] = _text(json.dumps(_structure(handler)))
+        g.attrs["joint_names"] = _texts(sig["joint_names"])
+        g.attrs["body_names"] = _texts(sig["body_names"])
+        f.flush()
+        image = f.id.get_file_image()
+    _IMAGES[id(model)] = (model, handler.scene_xml, image)
+    return image
 
 
-def _trees(handler: Simulation, env_id: int, rows: np.ndarray | None, progress: bool) -> list[dict]:
-    """MetaSim states (render off) for each row, or for the current state, computed by the handler.
-
-    Each state is loaded and ``mj_forward``-ed first: after ``mj_step`` the derived poses still
-    describe the previous step, and the tree must match the integration state stored beside it.
-    The env is rolled back afterwards, so saving never disturbs the simulation.
-    """
-    out = []
-    with handler.transaction([env_id]) as tx:
-        for row in tqdm(
-            [None] if rows is None else rows,
-            desc="state tree",
-            unit="step",
-            disable=not progress,
-            leave=False,
-        ):
-            if row is not None:
-                handler.restore(env_id, PhysicsState(row))
-            state = handler.get_states([env_id], render=False)[0]
-            for section in ("objects", "robots"):  # sensors are outputs, not state
-                for entry in state[section].values():
-                    entry.pop("sensors", None)
-            out.append(state)
-        tx.rollback()
-    return out
+#: _model_image per model id, holding the model so that the id is not reused.
+_IMAGES: dict[int, tuple[mujoco.MjModel, str, bytes]] = {}
 
 
-def _write_tree(group: h5py.Group, states: list[Mapping[str, Any]]) -> None:
-    """Mirror the State dict as groups; each leaf stacks its values over ``states``."""
-    for key, value in states[0].items():
-        column = [s[key] for s in states]
-        if isinstance(value, Mapping):
-            _write_tree(group.create_group(encode_key(key)), column)
-        else:
-            data = np.stack([np.asarray(v) for v in column])
-            group.create_dataset(encode_key(key), data=data, chunks=_chunks(data.shape))
+def _text(value: str) -> np.bytes_:
+    """Fixed-length UTF-8 text: HDF5 keeps it beside the object, not in a global heap, so
+    readers never need to check heaps (see ``io.check_heaps``)."""
+    return np.bytes_(value.encode())
+
+
+def _texts(values: Sequence[str]) -> np.ndarray:
+    """A list of fixed-length UTF-8 strings."""
+    encoded = [v.encode() for v in values]
+    return np.array(encoded, dtype=f"S{max([1, *map(len, encoded)])}")
+
+
+def _create(group: h5py.Group, name: str, data: np.ndarray) -> h5py.Dataset:
+    """A dataset with a step axis: contiguous for one step, chunked by rows and compressed for
+    trajectories (static bodies, resting objects and constant targets compress well)."""
+    data = np.ascontiguousarray(data, dtype=np.float64)
+    if data.shape[0] <= 1 or data.size == 0:
+        return group.create_dataset(name, data=data)
+    row_bytes = 8 * int(np.prod(data.shape[1:], dtype=np.int64))
+    rows = max(1, min(data.shape[0], _CHUNK_BYTES // max(row_bytes, 1)))
+    return group.create_dataset(
+        name,
+        data=data,
+        chunks=(rows, *data.shape[1:]),
+        compression="gzip",  # in every HDF5 build (other readers need no plugin); level 1:
+        compression_opts=1,  # 2-3x smaller at ~100 MB/s (byte shuffling only slowed it here)
+    )
 
 
 # ----------------------------------------------------------------------------------------- reading

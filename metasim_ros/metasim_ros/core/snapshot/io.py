@@ -35,6 +35,9 @@ def open_snapshot(path: str | os.PathLike[str], max_bytes: int | None = None) ->
     """Open ``path`` read-only; a missing, oversized, non-HDF5 or corrupt file is a SnapshotError.
 
     ``max_bytes``: largest file accepted (checked with ``os.stat`` before opening); None: any.
+    Variable-length values (the only data HDF5 reads from global heaps) are read through
+    ``attr`` / ``read_text``, which check the file's global heaps first (once per open file), so
+    a file holding none (the own format) is never scanned.
     """
     p = Path(path)
     try:
@@ -55,16 +58,54 @@ def open_snapshot(path: str | os.PathLike[str], max_bytes: int | None = None) ->
         raise SnapshotError(f"cannot read snapshot file {p}: {exc}") from None
     if not is_hdf5:
         raise SnapshotError(f"not an HDF5 file: {p}")
-    bad_heap = _looping_global_heap(p)
-    if bad_heap is not None:
-        raise SnapshotError(
-            f"corrupt HDF5 file {p}: global heap at byte {bad_heap} is malformed "
-            "(HDF5 would never finish reading it)"
-        )
     try:
         return h5py.File(p, "r")
     except Exception as exc:  # noqa: BLE001 - a corrupt superblock or header surfaces as OSError, ValueError, ...
         raise SnapshotError(f"corrupt or truncated HDF5 file {p}: {exc}") from None
+
+
+def check_heaps(f: h5py.File) -> None:
+    """Refuse a file whose global heaps HDF5 would parse forever; call before reading any
+    variable-length value (strings, vlen arrays). Scanned once per file version."""
+    try:
+        st = os.stat(f.filename)
+    except OSError as exc:
+        raise SnapshotError(f"cannot read snapshot file {f.filename}: {exc}") from None
+    key = (f.filename, st.st_ino, st.st_size, st.st_mtime_ns)
+    if key in _CHECKED:
+        return
+    bad_heap = _looping_global_heap(Path(f.filename))
+    if bad_heap is not None:
+        raise SnapshotError(
+            f"corrupt HDF5 file {f.filename}: global heap at byte {bad_heap} is malformed "
+            "(HDF5 would never finish reading it)"
+        )
+    if len(_CHECKED) >= 64:
+        _CHECKED.pop(next(iter(_CHECKED)))
+    _CHECKED[key] = None
+
+
+#: Files (path, inode, size, mtime) whose global heaps were checked, oldest first.
+_CHECKED: dict[tuple[str, int, int, int], None] = {}
+
+
+def _variable(type_id: h5py.h5t.TypeID) -> bool:
+    """A type whose values live in a global heap (vlen strings and sequences, also nested)."""
+    if isinstance(type_id, h5py.h5t.TypeVlenID):
+        return True
+    if isinstance(type_id, h5py.h5t.TypeStringID):
+        return bool(type_id.is_variable_str())
+    if isinstance(type_id, h5py.h5t.TypeCompoundID):
+        return any(_variable(type_id.get_member_type(i)) for i in range(type_id.get_nmembers()))
+    if isinstance(type_id, h5py.h5t.TypeArrayID):
+        return _variable(type_id.get_super())
+    return False
+
+
+#: Bytes scanned per numpy pass, and the walk steps taken together for all collections before
+#: the few long walks left (large collections of small objects) go on one by one.
+_SCAN_BLOCK = 32 * 1024 * 1024
+_TOGETHER = 512
 
 
 def _looping_global_heap(path: Path) -> int | None:
@@ -74,29 +115,73 @@ def _looping_global_heap(path: Path) -> int | None:
     does not advance, so reading any variable-length string or attribute stored there spins
     forever (one flipped bit is enough). Collections ("GCOL", version 1, at least 4 KiB) are
     found by their signature and walked the same way; only a walk that would not advance is
-    refused, so stray "GCOL" bytes in data cannot make a good file fail.
+    refused, so stray "GCOL" bytes in data cannot make a good file fail. Signatures are found by
+    ``mmap.find``, then filtered and walked with numpy, all collections of a block at once (HDF5
+    keeps collections small, so a few hundred vectorised steps finish nearly all of them).
     """
     with open(path, "rb") as fh:
-        if os.fstat(fh.fileno()).st_size == 0:
+        size = os.fstat(fh.fileno()).st_size
+        if size < 16:
             return None
         with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            size = len(mm)
-            at = mm.find(b"GCOL")
-            while at >= 0:
-                if at + 16 <= size and mm[at + 4] == 1:
-                    (length,) = struct.unpack_from("<Q", mm, at + 8)
-                    if 4096 <= length <= size - at and _heap_loops(mm, at, length):
-                        return at
-                at = mm.find(b"GCOL", at + 1)
+            raw = np.frombuffer(mm, dtype=np.uint8)
+            try:
+                for start in range(0, size - 15, _SCAN_BLOCK):
+                    bad = _block_loops(raw, mm, start, min(size - 15, start + _SCAN_BLOCK))
+                    if bad is not None:
+                        return bad
+            finally:
+                del raw  # the mmap cannot close while numpy views it
+    return None
+
+
+def _u64(raw: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Little-endian uint64 values at byte offsets ``at`` (any alignment)."""
+    out = np.zeros(len(at), dtype=np.uint64)
+    for k in range(8):
+        out |= raw[at + k].astype(np.uint64) << np.uint64(8 * k)
+    return out
+
+
+def _block_loops(raw: np.ndarray, mm: mmap.mmap, start: int, stop: int) -> int | None:
+    """Check every plausible collection whose header starts in [start, stop)."""
+    size, found = len(raw), []
+    at = mm.find(b"GCOL\x01", start, stop + 4)  # signature and version 1, found at C speed
+    while at >= 0:
+        found.append(at)
+        at = mm.find(b"GCOL\x01", at + 1, stop + 4)
+    g = np.array(found, dtype=np.int64)
+    lengths = _u64(raw, g + 8)
+    keep = (lengths >= 4096) & (lengths <= (size - g).astype(np.uint64))
+    heads, ends = g[keep], g[keep] + lengths[keep].astype(np.int64)
+    p = heads + 16
+    for _ in range(_TOGETHER):
+        live = (p < ends) & (p + 16 <= ends)  # else: ended, or the rest is free space
+        heads, ends, p = heads[live], ends[live], p[live]
+        if not len(p):
+            return None
+        idx = raw[p].astype(np.uint16) | (raw[p + 1].astype(np.uint16) << np.uint16(8))
+        obj = _u64(raw, p + 8)
+        with np.errstate(over="ignore"):  # C's size_t arithmetic wraps
+            aligned = np.uint64(16) + ((obj + np.uint64(7)) & ~np.uint64(7))
+        need = np.where(idx > 0, aligned, obj)
+        bad = (need == 0) | (need >= np.uint64(2**63))  # no progress, or a pointer moved back
+        if bad.any():
+            return int(heads[np.argmax(bad)])
+        p = p + need.astype(np.int64)
+    for head, end, at in zip(heads.tolist(), ends.tolist(), p.tolist()):
+        if _heap_loops(mm, head, end - head, at):
+            return head
     return None
 
 
 _U64 = 2**64 - 1
 
 
-def _heap_loops(mm: mmap.mmap, start: int, length: int) -> bool:
-    """H5HG__cache_heap_deserialize's walk over one collection: True if it would not advance."""
-    p, end = start + 16, start + length
+def _heap_loops(mm: mmap.mmap, start: int, length: int, p: int) -> bool:
+    """H5HG__cache_heap_deserialize's walk over one collection, from object header ``p`` on:
+    True if it would not advance."""
+    end = start + length
     while p < end:
         if p + 16 > end:
             return False  # too small for an object header: the rest is free space
@@ -113,7 +198,12 @@ def _heap_loops(mm: mmap.mmap, start: int, length: int) -> bool:
 def attr(obj: h5py.File | h5py.Group | h5py.Dataset, name: str, default: object = None) -> object:
     """Attribute ``name`` of ``obj`` (``default`` if absent); an unreadable one is a mismatch."""
     try:
-        return obj.attrs.get(name, default)
+        attrs = obj.attrs  # each access builds a new manager (and opens the root of a File)
+        if name not in attrs:
+            return default
+        if _variable(attrs.get_id(name).get_type()):
+            check_heaps(obj.file)
+        return attrs[name]
     except (OSError, KeyError, TypeError, ValueError) as exc:
         raise LayoutMismatchError(f"attribute {name} of {obj.name} is unreadable: {exc}") from None
 
@@ -188,11 +278,14 @@ def read_row(ds: h5py.Dataset, index: int, shape: tuple[int, ...] | None = None)
     otherwise.
     """
     row_ndim = 1 if shape is None else len(shape)
-    count = row_count(ds, row_ndim)
-    row_shape = ds.shape if ds.ndim == row_ndim else ds.shape[1:]
-    if shape is not None and tuple(row_shape) != tuple(shape):
+    full = ds.shape
+    if len(full) not in (row_ndim, row_ndim + 1):
+        row_count(ds, row_ndim)  # raises, naming the shape
+    stacked = len(full) == row_ndim + 1
+    count, row_shape = (int(full[0]), tuple(full[1:])) if stacked else (1, tuple(full))
+    if shape is not None and row_shape != tuple(shape):
         raise LayoutMismatchError(
-            f"{ds.name} rows have shape {tuple(row_shape)}, this model needs {tuple(shape)}"
+            f"{ds.name} rows have shape {row_shape}, this model needs {tuple(shape)}"
         )
     if int(np.prod(row_shape, dtype=np.int64)) > MAX_ROW_VALUES:
         raise LayoutMismatchError(
@@ -201,31 +294,37 @@ def read_row(ds: h5py.Dataset, index: int, shape: tuple[int, ...] | None = None)
     if ds.dtype.kind not in "fiu":
         raise LayoutMismatchError(f"{ds.name} has dtype {ds.dtype}, expected numbers")
     i = resolve_index(index, count, ds.name)
+    out = np.empty(row_shape, dtype=np.float64)
     try:
-        data = ds[()] if ds.ndim == row_ndim else ds[i]
-    except (OSError, ValueError) as exc:
+        if out.size:  # one hyperslab read, converted to float64 by HDF5
+            space = ds.id.get_space()
+            if stacked:
+                space.select_hyperslab((i,) + (0,) * len(row_shape), (1, *row_shape))
+            ds.id.read(h5py.h5s.create_simple(row_shape), space, out)
+    except (OSError, ValueError, TypeError) as exc:
         raise SnapshotError(f"corrupt data in {ds.name}: {exc}") from None
-    out = np.asarray(data, dtype=np.float64)
     if not np.all(np.isfinite(out)):
         raise LayoutMismatchError(f"{ds.name} state {i} contains NaN or infinite values")
     return out
 
 
-def read_text(obj: h5py.Dataset | h5py.AttributeManager, name: str | None = None) -> str:
-    """Read a string dataset, or attribute ``name`` of ``obj``, refusing oversized values."""
+def read_text(obj: h5py.HLObject, name: str | None = None) -> str:
+    """A string dataset ``obj``, or attribute ``name`` of ``obj``; oversized values refused."""
     try:
         if name is None:
-            size = obj.id.get_storage_size()
-            value = obj[()] if size <= MAX_TEXT_BYTES else None
+            type_id, size = obj.id.get_type(), obj.id.get_storage_size()
         else:
-            size = obj.get_id(name).get_storage_size()
-            value = obj[name] if size <= MAX_TEXT_BYTES else None
-    except (OSError, KeyError) as exc:
+            attr_id = obj.attrs.get_id(name)
+            type_id, size = attr_id.get_type(), attr_id.get_storage_size()
+        if size > MAX_TEXT_BYTES:
+            raise LayoutMismatchError(
+                f"text {name or obj.name} is {size} bytes, larger than {MAX_TEXT_BYTES}"
+            )
+        if _variable(type_id):
+            check_heaps(obj.file)
+        value = obj[()] if name is None else obj.attrs[name]
+    except (OSError, KeyError, TypeError, ValueError) as exc:
         raise LayoutMismatchError(f"cannot read text {name or obj.name}: {exc}") from None
-    if value is None:
-        raise LayoutMismatchError(
-            f"text {name or obj.name} is {size} bytes, larger than {MAX_TEXT_BYTES}"
-        )
     if isinstance(value, np.ndarray) and value.shape == ():
         value = value[()]
     if isinstance(value, bytes):
@@ -233,13 +332,6 @@ def read_text(obj: h5py.Dataset | h5py.AttributeManager, name: str | None = None
     if isinstance(value, str):
         return value
     raise LayoutMismatchError(f"{name or obj.name} is not text")
-
-
-def read_names(ds: h5py.Dataset) -> list[str]:
-    """Read a 1-D string dataset (names of joints, bodies, ...)."""
-    if ds.ndim != 1 or ds.dtype.kind not in "OSU" or ds.shape[0] > MAX_ROW_VALUES:
-        raise LayoutMismatchError(f"{ds.name} is not a list of names")
-    return [v.decode() if isinstance(v, bytes) else str(v) for v in ds[()]]
 
 
 def walk_datasets(group: h5py.Group) -> Iterator[tuple[tuple[str, ...], h5py.Dataset]]:

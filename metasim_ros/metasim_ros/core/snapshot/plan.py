@@ -29,9 +29,10 @@ class Expected:
     qvel: dict[int, np.ndarray] = dataclasses.field(default_factory=dict)
     body_pos: dict[int, np.ndarray] = dataclasses.field(default_factory=dict)
     body_quat: dict[int, np.ndarray] = dataclasses.field(default_factory=dict)
-    #: by body *name*: world-frame [angular(3), linear(3)] velocity at the body origin, checked
-    #: against the handler's own reading (one definition of body velocity in the project)
-    body_vel: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
+    #: world-frame [linear(3), angular(3)] velocity at the body origin (columns 7:13 of a body row)
+    body_vel: dict[int, np.ndarray] = dataclasses.field(default_factory=dict)
+    #: sim time, when the file holds it
+    time: float | None = None
     #: the complete mjSTATE_INTEGRATION vector, when the file holds one for this model
     integration: np.ndarray | None = None
 
@@ -47,6 +48,15 @@ class Expected:
                 exp.qvel[j] = qvel[dof_slice(model, j)]
         return exp
 
+    def add_body_rows(self, rows: np.ndarray, bodies: dict[int, int]) -> None:
+        """Expect body rows ([n, 13], see ``bodies.py``) of file body i on scene body bodies[i]."""
+        for i, b in bodies.items():
+            self.body_pos[b], self.body_quat[b], self.body_vel[b] = (
+                rows[i, 0:3],
+                rows[i, 3:7],
+                rows[i, 7:13],
+            )
+
 
 @dataclasses.dataclass
 class Plan:
@@ -55,10 +65,27 @@ class Plan:
     strategy: str
     count: int  # states this layout holds (trajectory length, 1 for a single state)
     index: int  # the state chosen, in range(count)
-    # writes the state into the handler's env (may raise LayoutMismatchError)
-    apply: Callable[[], None]
+    #: writes the state into env ``env_id`` of the handler (may raise LayoutMismatchError); runs
+    #: under the simulation lock, so everything read from the file is read before
+    apply: Callable[[Simulation, int], None]
     expected: Expected
     warnings: list[str] = dataclasses.field(default_factory=list)
+    #: what the file holds that this restore leaves out, and scene parts the file does not cover
+    not_restored: list[str] = dataclasses.field(default_factory=list)
+    #: how the file's names were matched to the scene's (prefixes), when not by address
+    mapping: list[str] = dataclasses.field(default_factory=list)
+    #: applying it cannot be refused, so the layouts after it need not be read
+    settled: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class LoadRequest:
+    """Which state of a file to restore: ``index`` (negative from the end), the env whose
+    group is read in multi-env files, and ``group`` (a robomimic demo; empty = the first)."""
+
+    index: int = -1
+    env_id: int = 0
+    group: str = ""
 
 
 class Strategy(Protocol):
@@ -69,8 +96,10 @@ class Strategy(Protocol):
     def describe(self, f: h5py.File) -> dict[str, Any] | None:
         """Counts and facts about this layout in ``f`` (no model needed), None if absent."""
 
-    def plan(self, f: h5py.File, handler: Simulation, index: int, env_id: int) -> Plan | None:
+    def plan(self, f: h5py.File, sim: Simulation, request: LoadRequest) -> Plan | None:
         """A ready-to-apply Plan, or None if the layout is absent.
 
-        Raises ``LayoutMismatchError`` if the layout is present but does not fit.
+        Uses only the model facts of ``sim`` (model, models, robots, target joints), never its
+        MjData: plans are made without the simulation lock. Raises ``LayoutMismatchError`` if
+        the layout is present but does not fit.
         """

@@ -1,10 +1,13 @@
 # Copyright 2026 metasim_ros developers
 # SPDX-License-Identifier: Apache-2.0
-"""The restore chain: try each layout in turn, apply and verify the first that fits, else no change.
+"""The restore chain, in two halves: plan (no lock) and apply + verify (under the lock).
 
-Everything runs inside the handler's rollback scope (``Simulation.transaction``): a rejected or
-failed load leaves the simulation bitwise unchanged — derived quantities (poses, contacts) and
-the robot targets the handler keeps beside MjData included.
+``prepare`` reads everything from the file and resolves each layout present into a Plan using
+only the model (immutable), so it runs without the simulation lock. ``apply_prepared`` tries the
+plans in order inside the handler's rollback scope (``Simulation.transaction``), verifies the
+first that fits against everything the file holds, and rolls back a restore that fails
+verification or leaves something out without ``allow_partial``: the simulation is then bitwise
+unchanged — derived quantities (poses, contacts) and the robot targets included.
 """
 
 from __future__ import annotations
@@ -17,8 +20,9 @@ import mujoco
 import numpy as np
 
 from metasim_ros.core.errors import SnapshotError
+from metasim_ros.core.snapshot.bodies import body_rows
 from metasim_ros.core.snapshot.io import LayoutMismatchError
-from metasim_ros.core.snapshot.plan import Expected, Plan
+from metasim_ros.core.snapshot.plan import Expected, LoadRequest, Plan
 from metasim_ros.core.snapshot.simulation import Simulation
 from metasim_ros.core.snapshot.strategies import STRATEGIES
 
@@ -35,9 +39,11 @@ _MAX_VALUE = float(mujoco.mjMAXVAL)
 class RestoreReport:
     """What a load did and how closely the simulation now matches the file.
 
-    ``ok`` is False when a restore was applied but verification exceeded ``tolerance``; the
-    simulation was then rolled back and is unchanged. Body errors are None when the file holds
-    no body poses / velocities for the chosen state.
+    ``ok`` is True only when every value the file holds for the state was restored within
+    ``tolerance`` and nothing was left out (or ``allow_partial`` was given); otherwise the
+    simulation was rolled back and is unchanged. Body errors are None when the file holds no body
+    poses / velocities for the chosen state. ``not_restored`` lists everything left out: file
+    joints, models and bodies with no match in the scene, scene joints the file does not cover.
     """
 
     path: str
@@ -46,7 +52,7 @@ class RestoreReport:
     count: int
     env_id: int
     ok: bool
-    exact: bool  # integration state bitwise equal to the file's
+    exact: bool  # integration state bitwise equal to the file's, nothing left out
     max_qpos_error: float
     max_qvel_error: float
     max_body_pos_error: float | None
@@ -57,18 +63,31 @@ class RestoreReport:
         default_factory=list
     )  # earlier layouts and why they did not fit
     warnings: list[str] = dataclasses.field(default_factory=list)
+    not_restored: list[str] = dataclasses.field(default_factory=list)
+    mapping: list[str] = dataclasses.field(default_factory=list)  # name prefixes matched
+    allow_partial: bool = False
+    within_tolerance: bool = True  # every value the file holds matched
+
+    @property
+    def partial(self) -> bool:
+        """Something the file holds, or something of the scene, was not restored."""
+        return bool(self.not_restored)
 
     def summary(self) -> str:
-        """One human-readable paragraph (used by the CLI and the ROS service message)."""
+        """A human-readable report (used by the CLI and the ROS service message)."""
 
         def fmt(v: float | None) -> str:
             return "n/a" if v is None else f"{v:.3g}"
 
-        head = (
-            "restored"
-            if self.ok
-            else "REJECTED (verification exceeded tolerance; simulation unchanged)"
-        )
+        if self.ok:
+            head = "restored (partial, allowed)" if self.partial else "restored"
+        elif not self.within_tolerance:
+            head = "REJECTED (verification exceeded tolerance; simulation unchanged)"
+        else:
+            head = (
+                f"REJECTED (partial: {len(self.not_restored)} item(s) not restored; "
+                "simulation unchanged; allow_partial restores the rest)"
+            )
         lines = [
             f"{head}: {self.path} state {self.index} of {self.count} -> env {self.env_id} "
             f"via '{self.strategy}'",
@@ -77,60 +96,98 @@ class RestoreReport:
             f"body rot {fmt(self.max_body_rot_error)} rad, body vel {fmt(self.max_body_vel_error)} "
             f"(tolerance {self.tolerance:g})",
         ]
+        lines += [f"  names matched by prefix: {m}" for m in self.mapping]
+        lines += [f"  not restored: {n}" for n in self.not_restored]
         lines += [f"  skipped {t}" for t in self.tried]
         lines += [f"  warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 
 
-def restore_from_file(
+@dataclasses.dataclass
+class PreparedLoad:
+    """A file read and resolved into plans, ready to apply (no simulation state involved)."""
+
+    path: str
+    env_id: int
+    plans: list[Plan]
+    tried: list[str]
+
+
+def prepare(
     f: h5py.File,
-    handler: Simulation,
-    index: int,
-    env_id: int,
-    tolerance: float = DEFAULT_TOLERANCE,
+    sim: Simulation,
+    request: LoadRequest,
     max_steps: int | None = DEFAULT_MAX_STEPS,
-) -> RestoreReport:
-    """Run the strategy chain on an open file; see ``load_snapshot``.
+) -> PreparedLoad:
+    """Resolve every layout of an open file into a Plan; uses only ``sim``'s model facts.
 
     Anything unexpected while reading (h5py raises many types for corrupt files) becomes a
     ``SnapshotError`` naming the layout and the original error.
     """
-    if not 0 <= env_id < handler.num_envs:
+    if not 0 <= request.env_id < sim.num_envs:
         raise SnapshotError(
-            f"env_id {env_id} out of range: the simulation has {handler.num_envs} env(s)"
+            f"env_id {request.env_id} out of range: the simulation has {sim.num_envs} env(s)"
         )
+    plans: list[Plan] = []
     tried: list[str] = []
+    for strategy in STRATEGIES:
+        try:
+            plan = strategy.plan(f, sim, request)
+        except LayoutMismatchError as exc:
+            tried.append(f"{strategy.name}: {exc}")
+            continue
+        except SnapshotError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - corrupt HDF5 surfaces as OSError, ValueError, TypeError, ...
+            raise SnapshotError(
+                f"corrupt snapshot {f.filename} ({strategy.name}): {type(exc).__name__}: {exc}"
+            ) from None
+        if plan is None:
+            continue
+        if max_steps is not None and plan.count > max_steps:
+            raise SnapshotError(
+                f"{f.filename} ({strategy.name}) holds {plan.count} states, "
+                f"more than max_steps={max_steps}"
+            )
+        plans.append(plan)
+        if plan.settled:
+            break
+    if not plans:
+        if not tried:
+            raise SnapshotError(
+                f"no known snapshot layout in {f.filename} (found: {_top_level(f)})"
+            )
+        raise SnapshotError(f"no layout in {f.filename} fits this model: " + "; ".join(tried))
+    return PreparedLoad(str(f.filename), request.env_id, plans, tried)
+
+
+def apply_prepared(
+    handler: Simulation,
+    prepared: PreparedLoad,
+    tolerance: float = DEFAULT_TOLERANCE,
+    allow_partial: bool = False,
+) -> RestoreReport:
+    """Apply the first plan that fits and verify it; hold the simulation lock around this only.
+
+    A restore exceeding ``tolerance``, or leaving something out without ``allow_partial``, is
+    rolled back and reported with ``ok=False``.
+    """
+    env_id, tried = prepared.env_id, list(prepared.tried)
     with handler.transaction([env_id]) as tx:
-        for strategy in STRATEGIES:
+        for plan in prepared.plans:
             try:
-                plan = strategy.plan(f, handler, index, env_id)
-                if plan is None:
-                    continue
-                if max_steps is not None and plan.count > max_steps:
-                    raise SnapshotError(
-                        f"{f.filename} ({strategy.name}) holds {plan.count} states, "
-                        f"more than max_steps={max_steps}"
-                    )
-                plan.apply()
+                plan.apply(handler, env_id)
                 _check_magnitude(handler.synced_data(env_id))
             except LayoutMismatchError as exc:
                 tx.rollback()
-                tried.append(f"{strategy.name}: {exc}")
+                tried.append(f"{plan.strategy}: {exc}")
                 continue
-            except SnapshotError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - corrupt HDF5 surfaces as OSError, ValueError, TypeError, ...
-                raise SnapshotError(
-                    f"corrupt snapshot {f.filename} ({strategy.name}): {type(exc).__name__}: {exc}"
-                ) from None
-            report = _verify(handler, env_id, plan, tolerance)
-            report.path, report.env_id, report.tried = str(f.filename), env_id, tried
+            report = _verify(handler, env_id, plan, tolerance, allow_partial)
+            report.path, report.env_id, report.tried = prepared.path, env_id, tried
             if not report.ok:
                 tx.rollback()
             return report
-    if not tried:
-        raise SnapshotError(f"no known snapshot layout in {f.filename} (found: {_top_level(f)})")
-    raise SnapshotError(f"no layout in {f.filename} fits this model: " + "; ".join(tried))
+    raise SnapshotError(f"no layout in {prepared.path} fits this model: " + "; ".join(tried))
 
 
 def _check_magnitude(data: mujoco.MjData) -> None:
@@ -148,24 +205,29 @@ def _top_level(f: h5py.File) -> str:
     return ", ".join(names) if names else "an empty file"
 
 
-def _verify(handler: Simulation, env_id: int, plan: Plan, tolerance: float) -> RestoreReport:
-    """Compare the simulation after mj_forward with what the file holds."""
+def _verify(
+    handler: Simulation, env_id: int, plan: Plan, tolerance: float, allow_partial: bool
+) -> RestoreReport:
+    """Compare MuJoCo's state after mj_forward with every value the file holds."""
     model, data = handler.model, handler.synced_data(env_id)
     exp: Expected = plan.expected
     qpos_err = _max_err(data.qpos, exp.qpos, model.jnt_qposadr)
     qvel_err = _max_err(data.qvel, exp.qvel, model.jnt_dofadr)
-    pos_err = max(
-        (float(np.max(np.abs(data.xpos[b] - p))) for b, p in exp.body_pos.items()), default=None
-    )
-    rot_err = max((_angle(data.xquat[b], q) for b, q in exp.body_quat.items()), default=None)
-    vel_err = _body_vel_err(handler, env_id, exp.body_vel)
+    pos_err = rot_err = vel_err = None
+    if exp.body_pos or exp.body_quat or exp.body_vel:
+        now = body_rows(model, data)
+        pos_err = _rows_err(now[:, 0:3], exp.body_pos)
+        vel_err = _rows_err(now[:, 7:13], exp.body_vel)
+        rot_err = _angle_err(now[:, 3:7], exp.body_quat)
     exact = False
     if exp.integration is not None:
         exact = handler.capture(env_id).integration.tobytes() == exp.integration.tobytes()
     errors = [e for e in (qpos_err, qvel_err, pos_err, rot_err, vel_err) if e is not None]
-    ok = all(e <= tolerance for e in errors)
+    if exp.time is not None:
+        errors.append(abs(data.time - exp.time))
+    within = all(e <= tolerance for e in errors)
     warnings = list(plan.warnings)
-    if not ok:
+    if not within:
         warnings.append(
             f"verification failed: largest error {max(errors):.3g} > tolerance {tolerance:g}"
         )
@@ -175,8 +237,8 @@ def _verify(handler: Simulation, env_id: int, plan: Plan, tolerance: float) -> R
         index=plan.index,
         count=plan.count,
         env_id=-1,
-        ok=ok,
-        exact=exact,
+        ok=within and (allow_partial or not plan.not_restored),
+        exact=exact and within and not plan.not_restored,
         max_qpos_error=qpos_err,
         max_qvel_error=qvel_err,
         max_body_pos_error=pos_err,
@@ -184,6 +246,10 @@ def _verify(handler: Simulation, env_id: int, plan: Plan, tolerance: float) -> R
         max_body_vel_error=vel_err,
         tolerance=tolerance,
         warnings=warnings,
+        not_restored=list(plan.not_restored),
+        mapping=list(plan.mapping),
+        allow_partial=allow_partial,
+        within_tolerance=within,
     )
 
 
@@ -196,30 +262,24 @@ def _max_err(actual: np.ndarray, expected: dict[int, np.ndarray], adr: np.ndarra
     return err
 
 
-def _angle(qa: np.ndarray, qb: np.ndarray) -> float:
-    """Rotation angle between two unit quaternions (MuJoCo's own quaternion difference)."""
-    res = np.empty(3)
-    mujoco.mju_subQuat(res, np.asarray(qa, dtype=np.float64), np.asarray(qb, dtype=np.float64))
-    return float(np.linalg.norm(res))
-
-
-def _body_vel_err(
-    handler: Simulation, env_id: int, expected: dict[str, np.ndarray]
-) -> float | None:
-    """Largest error of body [angular, linear] velocities, as the handler itself reads them."""
+def _rows_err(actual: np.ndarray, expected: dict[int, np.ndarray]) -> float | None:
+    """Largest |actual[b] - expected[b]| over the bodies given."""
     if not expected:
         return None
-    state = handler.get_states([env_id], render=False)[0]
-    now = {
-        b: v
-        for group in ("objects", "robots")
-        for m in state[group].values()
-        for b, v in m["body"].items()
-    }
-    return max(
-        float(np.max(np.abs(np.concatenate([now[b]["ang_vel"], now[b]["vel"]]) - v)))
-        for b, v in expected.items()
-    )
+    ids = list(expected)
+    return float(np.max(np.abs(actual[ids] - np.stack([expected[b] for b in ids]))))
+
+
+def _angle_err(actual: np.ndarray, expected: dict[int, np.ndarray]) -> float | None:
+    """Largest rotation angle between actual[b] and expected[b] (unit quaternions, either sign):
+    2 atan2(|v|, |w|) of the relative quaternion conj(a) * e, as mju_subQuat measures it."""
+    if not expected:
+        return None
+    ids = list(expected)
+    a, e = actual[ids], np.stack([expected[b] for b in ids])
+    w = np.sum(a * e, axis=1)
+    v = a[:, :1] * e[:, 1:] - e[:, :1] * a[:, 1:] - np.cross(a[:, 1:], e[:, 1:])
+    return float(np.max(2 * np.arctan2(np.linalg.norm(v, axis=1), np.abs(w))))
 
 
 def check_tolerance(tolerance: float) -> float:

@@ -1,9 +1,10 @@
 # Copyright 2026 metasim_ros developers
 # SPDX-License-Identifier: Apache-2.0
-"""Strategies 1 and 2: reading the own format (``format.py``) back.
+"""Strategies 1 and 2: reading the own format (``format.py``, versions 1 and 2) back.
 
 Strategy 1 restores ``integration_state`` bit-exactly when the model signature matches;
-strategy 2 restores the MetaSim tree by name through ``handler.set_states``.
+strategy 2 restores on another model: version 2 through the file's name tables (by address when
+the structure matches, else by name), version 1 through its MetaSim tree via ``set_states``.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ import h5py
 import mujoco
 import numpy as np
 
-from metasim_ros.core.errors import StateValidationError
 from metasim_ros.core.sim.handler import INTEGRATION_STATE
 from metasim_ros.core.sim.wrenches import end_times
+from metasim_ros.core.snapshot.bodies import BODY_WIDTH
 from metasim_ros.core.snapshot.format import (
     FORMAT_NAME,
     FORMAT_VERSION,
@@ -26,7 +27,9 @@ from metasim_ros.core.snapshot.format import (
     model_signature,
 )
 from metasim_ros.core.snapshot.io import (
+    MAX_ROW_VALUES,
     LayoutMismatchError,
+    attr,
     attr_int,
     attr_text,
     dataset,
@@ -37,8 +40,14 @@ from metasim_ros.core.snapshot.io import (
     subgroup,
     walk_datasets,
 )
-from metasim_ros.core.snapshot.plan import Expected, Plan
+from metasim_ros.core.snapshot.matching import ModelTables, match
+from metasim_ros.core.snapshot.plan import Expected, LoadRequest, Plan
 from metasim_ros.core.snapshot.simulation import PhysicsState, Simulation
+from metasim_ros.core.snapshot.strategies.assign import (
+    assignment_plan,
+    matched,
+    set_states_or_mismatch,
+)
 
 
 def _own_root(f: h5py.File) -> bool:
@@ -53,14 +62,18 @@ def _own_root(f: h5py.File) -> bool:
     return True
 
 
+def _version(f: h5py.File) -> int:
+    return attr_int(f, "version", 1)
+
+
 def env_group(f: h5py.File, env_id: int) -> h5py.Group | None:
     """The file's group for ``env_id``; a file holding a single env serves every env."""
     envs = f.get("envs")
     if not isinstance(envs, h5py.Group):
         return None
-    names = [k for k in envs if k.startswith("env_")]
     if f"env_{env_id}" in envs:
         return subgroup(envs, f"env_{env_id}")
+    names = [k for k in envs if k.startswith("env_")]
     if len(names) == 1:
         return subgroup(envs, names[0])
     raise LayoutMismatchError(f"file holds envs {sorted(names)} but not env_{env_id}")
@@ -69,7 +82,7 @@ def env_group(f: h5py.File, env_id: int) -> h5py.Group | None:
 def _signature_diff(f: h5py.File, sig: dict[str, Any]) -> str:
     """Name what differs between the file's model and this one."""
     try:
-        theirs = json.loads(read_text(subgroup(f, "model").attrs, "signature"))
+        theirs = json.loads(read_text(subgroup(f, "model"), "signature"))
     except (AttributeError, KeyError, ValueError, RecursionError, LayoutMismatchError):
         return "file has no readable model signature"
     if not isinstance(theirs, dict):
@@ -109,27 +122,30 @@ class IntegrationStateStrategy:
         )
         return {
             "envs": len(envs) if isinstance(envs, h5py.Group) else 0,
-            **{k: _plain(f.attrs.get(k)) for k in keys},
+            **{k: _plain(attr(f, k)) for k in keys},
         }
 
-    def plan(self, f: h5py.File, handler: Simulation, index: int, env_id: int) -> Plan | None:
+    def plan(self, f: h5py.File, sim: Simulation, request: LoadRequest) -> Plan | None:
         """mj_setState of the saved vector (plus robot targets); needs the same model signature."""
         if not _own_root(f):
             return None
-        eg = env_group(f, env_id)
+        version = _version(f)
+        eg = env_group(f, request.env_id)
         ds = None if eg is None else dataset(eg, "integration_state")
         if ds is None:
             return None
-        model = handler.model
+        model = sim.model
         sig = model_signature(model)
         if attr_text(f, "signature_hash") != sig["hash"]:
             raise LayoutMismatchError(_signature_diff(f, sig))
         if attr_int(f, "state_spec", -1) != INTEGRATION_STATE:
             raise LayoutMismatchError(
-                f"state spec {f.attrs.get('state_spec')} is not mjSTATE_INTEGRATION"
+                f"state spec {_plain(attr(f, 'state_spec'))} is not mjSTATE_INTEGRATION"
             )
+        index = request.index
         row = read_row(ds, index, (sig["state_size"],))
-        i = index % row_count(ds, 1)
+        count = row_count(ds, 1)
+        i = index % count
         qpos, qvel = (np.empty(n) for n in (model.nq, model.nv))
         mujoco.mj_extractState(
             model, row, INTEGRATION_STATE, qpos, int(mujoco.mjtState.mjSTATE_QPOS)
@@ -139,13 +155,34 @@ class IntegrationStateStrategy:
         )
         expected = Expected.from_vectors(model, qpos, qvel)
         expected.integration = row
-        ds_wrench = dataset(eg, "wrench_remaining")
-        wrench_until = (  # row[0] is the time (mjSTATE_TIME comes first)
-            None
-            if ds_wrench is None
-            else end_times(read_row(ds_wrench, index, (model.nbody,)), row[0])
-        )
+        expected.time = float(row[0])
         warnings = []
+        if attr_text(f, "mujoco_version") != mujoco.__version__:
+            warnings.append(
+                f"written by MuJoCo {attr_text(f, 'mujoco_version')}, running {mujoco.__version__}"
+            )
+        if version >= 2:
+            bodies = _step_dataset(eg, "body", count, index, (model.nbody, BODY_WIDTH))
+            expected.add_body_rows(bodies, {b: b for b in range(model.nbody)})
+            n = len(sim.target_joint_names)
+            pos, vel = (
+                _step_dataset(eg, key, count, index, (n,))
+                for key in ("dof_pos_target", "dof_vel_target")
+            )
+            # when applied wrenches end (optional: files without it have none that end)
+            wrench = (
+                None
+                if dataset(eg, "wrench_remaining") is None
+                else end_times(
+                    _step_dataset(eg, "wrench_remaining", count, index, (model.nbody,)), row[0]
+                )
+            )
+            state = PhysicsState(row, pos, vel, wrench)
+
+            def apply(handler: Simulation, env_id: int) -> None:
+                handler.restore(env_id, state)
+
+            return Plan(self.name, count, i, apply, expected, warnings, settled=True)
         tree = subgroup(eg, "state")
         file_state = {} if tree is None else read_tree(tree, index)
         _expect_bodies(model, file_state, expected)
@@ -154,19 +191,26 @@ class IntegrationStateStrategy:
             name: {k: r[k] for k in ("dof_pos_target", "dof_vel_target") if k in r}
             for name, r in file_state.get("robots", {}).items()
         }
-        if attr_text(f, "mujoco_version") != mujoco.__version__:
-            warnings.append(
-                f"written by MuJoCo {_plain(f.attrs.get('mujoco_version'))}, "
-                f"running {mujoco.__version__}"
-            )
 
-        def apply() -> None:
+        def apply_v1(handler: Simulation, env_id: int) -> None:
             if targets:
                 set_states_or_mismatch(handler, {"robots": targets}, env_id)
             # after: ctrl exactly as saved
-            handler.restore(env_id, PhysicsState(row, wrench_until=wrench_until))
+            handler.restore(env_id, PhysicsState(row))
 
-        return Plan(self.name, row_count(ds, 1), i, apply, expected, warnings)
+        return Plan(self.name, count, i, apply_v1, expected, warnings)
+
+
+def _step_dataset(
+    group: h5py.Group, name: str, count: int, index: int, shape: tuple[int, ...]
+) -> np.ndarray:
+    """Row ``index`` of a version-2 per-step dataset that must hold ``count`` rows."""
+    ds = dataset(group, name)
+    if ds is None:
+        raise LayoutMismatchError(f"{group.name} has no {name}")
+    if row_count(ds, len(shape)) != count:
+        raise LayoutMismatchError(f"{ds.name} does not hold {count} states")
+    return read_row(ds, index, shape)
 
 
 class MetaSimTreeStrategy:
@@ -183,6 +227,10 @@ class MetaSimTreeStrategy:
         envs = f.get("envs")
         if not isinstance(envs, h5py.Group):
             return None
+        if _own_root(f) and _version(f) >= 2:
+            structure = json.loads(read_text(subgroup(f, "model"), "structure"))
+            models = [f"{m['kind']}s/{m['name']}" for m in structure["models"]]
+            return {"envs": len(envs), "models": models}
         trees = [
             k
             for k in envs
@@ -199,31 +247,98 @@ class MetaSimTreeStrategy:
         ]
         return {"envs": len(trees), "models": models}
 
-    def plan(self, f: h5py.File, handler: Simulation, index: int, env_id: int) -> Plan | None:
-        """The env's tree, trimmed to this scene's models and joints, applied by set_states."""
-        eg = env_group(f, env_id)
-        tree = None if eg is None else subgroup(eg, "state")
-        if tree is None:
+    def plan(self, f: h5py.File, sim: Simulation, request: LoadRequest) -> Plan | None:
+        """Version 2: joints and bodies matched through the name tables; version 1 (and tree-only
+        files): the env's tree, trimmed to this scene's models and joints, via set_states."""
+        eg = env_group(f, request.env_id)
+        if eg is None:
             return None
+        tree = subgroup(eg, "state")
+        if tree is None:
+            if _own_root(f) and _version(f) >= 2:
+                return _plan_from_tables(self.name, f, eg, sim, request.index)
+            return None
+        index = request.index
         file_state = read_tree(tree, index)
         count = _tree_count(tree)
-        request, warnings = _fit_request(handler, file_state)
+        state, warnings, not_restored = _fit_request(sim, file_state)
         expected = Expected()
-        _expect_joints(handler.model, request, expected)
-        _expect_bodies(handler.model, file_state, expected)
+        _expect_joints(sim.model, state, expected)
+        not_restored += _expect_bodies(sim.model, file_state, expected)
 
-        def apply() -> None:
-            set_states_or_mismatch(handler, request, env_id)
+        def apply(handler: Simulation, env_id: int) -> None:
+            set_states_or_mismatch(handler, state, env_id)
 
-        return Plan(self.name, count, index % count, apply, expected, warnings)
+        return Plan(
+            self.name, count, index % count, apply, expected, warnings, not_restored=not_restored
+        )
 
 
-def set_states_or_mismatch(handler: Simulation, state: dict[str, Any], env_id: int) -> None:
-    """``handler.set_states`` for one env; a refusal means this layout does not fit."""
+def file_tables(f: h5py.File) -> ModelTables:
+    """The name tables of a version-2 file's model (signature and structure attributes)."""
+    model = subgroup(f, "model")
+    if model is None:
+        raise LayoutMismatchError("file has no model group")
     try:
-        handler.set_states([state], env_ids=[env_id])
-    except StateValidationError as exc:
-        raise LayoutMismatchError(f"set_states refused the file's state: {exc}") from None
+        sig = json.loads(read_text(model, "signature"))
+        structure = json.loads(read_text(model, "structure"))
+        tables = ModelTables(
+            tuple(_strings(sig["joint_names"])),
+            tuple(_ints(sig["joint_types"], 0, 3)),
+            tuple(_strings(sig["body_names"])),
+            tuple(_ints(structure["body_parent"], 0, MAX_ROW_VALUES)),
+            tuple(_ints(structure["joint_body"], 0, MAX_ROW_VALUES)),
+        )
+    except (KeyError, TypeError, ValueError, RecursionError) as exc:
+        raise LayoutMismatchError(f"the file's model tables are unreadable: {exc}") from None
+    nj, nb = len(tables.joint_types), len(tables.body_names)
+    if not (
+        len(tables.joint_names) == len(tables.joint_body) == nj and len(tables.body_parent) == nb
+    ):
+        raise LayoutMismatchError(
+            "the file's model tables disagree on the number of joints or bodies"
+        )
+    if any(p >= nb for p in tables.body_parent) or any(b >= nb for b in tables.joint_body):
+        raise LayoutMismatchError("the file's model tables name bodies it does not have")
+    return tables
+
+
+def _strings(values: Any) -> list[str]:
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise ValueError("expected a list of names")
+    return values
+
+
+def _ints(values: Any, low: int, high: int) -> list[int]:
+    if not isinstance(values, list) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and low <= v <= high for v in values
+    ):
+        raise ValueError(f"expected a list of ints in [{low}, {high}]")
+    return values
+
+
+def _plan_from_tables(name: str, f: h5py.File, eg: h5py.Group, sim: Simulation, index: int) -> Plan:
+    """A version-2 state on another model: qpos/qvel and body rows through ``matching.match``."""
+    tables = file_tables(f)
+    ds = dataset(eg, "integration_state")
+    if ds is None:
+        raise LayoutMismatchError(f"{eg.name} has no integration_state")
+    size = attr_int(f, "state_size", -1)
+    if size < 1 + tables.nq + tables.nv:
+        raise LayoutMismatchError(f"state_size {size} is too small for the file's model")
+    row = read_row(ds, index, (size,))
+    count = row_count(ds, 1)
+    qpos, qvel = row[1 : 1 + tables.nq], row[1 + tables.nq : 1 + tables.nq + tables.nv]
+    matching = match(tables, ModelTables.of(sim.model))
+    warnings = [f"matched the file's model by {matching.by}"]
+    plan = assignment_plan(
+        name, sim, count, index, matched(tables, matching, qpos, qvel), warnings, float(row[0])
+    )
+    bodies = _step_dataset(eg, "body", count, index, (len(tables.body_names), BODY_WIDTH))
+    plan.expected.add_body_rows(bodies, matching.bodies)
+    plan.not_restored += matching.not_restored
+    plan.mapping += matching.mapping
+    return plan
 
 
 def read_tree(group: h5py.Group, index: int) -> dict[str, Any]:
@@ -285,39 +400,53 @@ def _tree_count(group: h5py.Group) -> int:
 
 def _fit_request(
     handler: Simulation, file_state: Mapping[str, Any]
-) -> tuple[dict[str, Any], list[str]]:
-    """Keep what this scene can take (known models and joints); report what is dropped or left."""
+) -> tuple[dict[str, Any], list[str], list[str]]:
+    """Keep what this scene can take (known models and joints).
+
+    Returns the request, warnings, and what is not restored: file models and joints this scene
+    lacks, scene models, roots and joints the file does not cover.
+    """
     infos = {m.name: m for m in handler.models}
     request: dict[str, Any] = {"objects": {}, "robots": {}}
     warnings: list[str] = []
+    left_out: list[str] = []
     seen = set()
     for kind in ("objects", "robots"):
         for name, mstate in file_state.get(kind, {}).items():
             info = infos.get(name)
             if info is None:
-                warnings.append(f"model '{name}' is not in this scene; skipped")
+                left_out.append(f"file model '{name}': not in this scene")
                 continue
             seen.add(name)
             req: dict[str, Any] = {}
             if info.free:
                 req.update({k: mstate[k] for k in ("pos", "rot", "vel", "ang_vel") if k in mstate})
+                if not {"pos", "rot"} <= set(req):
+                    left_out.append(f"scene model '{name}': root pose not in the file")
             for key in ("dof_pos", "dof_vel", "dof_pos_target", "dof_vel_target"):
                 if key not in mstate or (key.endswith("target") and info.kind != "robot"):
                     continue
                 values = {j: v for j, v in mstate[key].items() if j in info.joints}
-                dropped = sorted(set(mstate[key]) - set(values))
-                if dropped:
-                    warnings.append(
-                        f"{key} of '{name}': joints {dropped} not in this scene; skipped"
-                    )
+                if key == "dof_pos":
+                    left_out += [
+                        f"file joint '{j}' of model '{name}': not in this scene"
+                        for j in sorted(set(mstate[key]) - set(values))
+                    ]
+                    left_out += [
+                        f"scene joint '{j}' of model '{name}': not in the file; left unchanged"
+                        for j in info.joints
+                        if j not in values
+                    ]
                 req[key] = values
             request["robots" if info.kind == "robot" else "objects"][name] = req
-    missing = sorted(set(infos) - seen)
     if not seen:
         raise LayoutMismatchError("no model of the file's state tree is in this scene")
-    if missing:
-        warnings.append(f"models {missing} are not in the file; left unchanged")
-    return request, warnings
+    left_out += [
+        f"scene model '{n}': not in the file; left unchanged"
+        for n, i in infos.items()
+        if n not in seen and (i.free or i.joints)
+    ]
+    return request, warnings, left_out
 
 
 def _expect_joints(model: mujoco.MjModel, request: Mapping[str, Any], exp: Expected) -> None:
@@ -329,25 +458,30 @@ def _expect_joints(model: mujoco.MjModel, request: Mapping[str, Any], exp: Expec
                     target[model.joint(jname).id] = np.atleast_1d(np.asarray(v, dtype=np.float64))
 
 
-def _expect_bodies(model: mujoco.MjModel, file_state: Mapping[str, Any], exp: Expected) -> None:
-    """Body poses and velocities the file holds, for bodies this model has."""
+def _expect_bodies(
+    model: mujoco.MjModel, file_state: Mapping[str, Any], exp: Expected
+) -> list[str]:
+    """Body poses and velocities the file holds, for bodies this model has; the others listed."""
+    missing: list[str] = []
     for group in ("objects", "robots"):
         for mstate in file_state.get(group, {}).values():
             for bname, b in mstate.get("body", {}).items():
                 bid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, bname)
                 if bid < 0:
+                    missing.append(f"file body '{bname}': not in this scene")
                     continue
                 if "pos" in b:
                     exp.body_pos[bid] = _vector(b["pos"], 3, f"body {bname} pos")
                 if "rot" in b:
                     exp.body_quat[bid] = _vector(b["rot"], 4, f"body {bname} rot")
                 if "vel" in b and "ang_vel" in b:
-                    exp.body_vel[bname] = np.concatenate(
+                    exp.body_vel[bid] = np.concatenate(
                         [
-                            _vector(b["ang_vel"], 3, f"body {bname} ang_vel"),
                             _vector(b["vel"], 3, f"body {bname} vel"),
+                            _vector(b["ang_vel"], 3, f"body {bname} ang_vel"),
                         ]
                     )
+    return missing
 
 
 def _vector(value: Any, n: int, what: str) -> np.ndarray:
