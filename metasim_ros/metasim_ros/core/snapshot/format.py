@@ -20,7 +20,8 @@ row reads and a 10k-step trajectory a few chunked, compressed datasets::
     /envs/env_<i>/dof_pos_target     [T, n_targets]   robot joint targets (names: structure)
     /envs/env_<i>/dof_vel_target     [T, n_targets]
     /envs/env_<i>/wrench_remaining   [T, nbody]       sim seconds left of each body's applied
-                                                       wrench (0 = none or until cleared)
+                                                       wrench (0 = none or until cleared);
+                                                       only when some applied wrench ends
 
 Version 1 (a group per MetaSim tree leaf) is still read; see ``strategies/own.py``.
 """
@@ -204,7 +205,8 @@ def write_snapshot(
                 _create(eg, "body", bodies[e])
                 _create(eg, "dof_pos_target", capture.pos_targets[e])
                 _create(eg, "dof_vel_target", capture.vel_targets[e])
-                _create(eg, "wrench_remaining", capture.wrench_remaining[e])
+                if capture.wrench_remaining[e].any():  # optional: absent = none ends
+                    _create(eg, "wrench_remaining", capture.wrench_remaining[e])
 
 
 def _model_image(handler: Simulation) -> bytes:
