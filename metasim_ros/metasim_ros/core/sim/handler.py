@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import copy
 import numbers
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +17,7 @@ import numpy as np
 from metasim_ros.core.errors import SceneError, StateValidationError
 from metasim_ros.core.scene import loading as scene_mod
 from metasim_ros.core.scene.cameras import CameraPoses, CameraRenderer
+from metasim_ros.core.scene.entities import attach_entity, remove_entity
 from metasim_ros.core.scene.loading import ModelInfo
 from metasim_ros.core.state.joints import JointReader, JointReading
 from metasim_ros.core.state.reader import StateReader
@@ -100,28 +101,15 @@ class MujocoHandler:
         if num_envs < 1:
             raise SceneError(f"num_envs must be >= 1, got {num_envs}")
         loaded = scene_mod.load_scene(scene)
-        m = loaded.model
-        self._model = m
-        self.scene_xml: str = loaded.xml
         self.scene_path: str | None = loaded.path
-        self._datas = [mujoco.MjData(m) for _ in range(num_envs)]
-        self.models: list[ModelInfo] = scene_mod.find_models(m, robots)
-        self.robots: list[ModelInfo] = [i for i in self.models if i.kind == "robot"]
-        self.body_names = scene_mod.names(m, mujoco.mjtObj.mjOBJ_BODY, m.nbody)
-        self.joint_names = scene_mod.names(m, mujoco.mjtObj.mjOBJ_JOINT, m.njnt)
-        self.cameras = scene_mod.names(m, mujoco.mjtObj.mjOBJ_CAMERA, m.ncam)
-        self._key = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_KEY, INITIAL_KEYFRAME)
-        self._targets = JointTargets(m, self.robots, num_envs, kp, kd)
-        self._camera_poses = CameraPoses(m, camera_size)
+        self._spec = loaded.spec
+        self._robot_names = robots
+        self._gains = (kp, kd)
+        self._camera_size = camera_size
         self._fast_render = fast_render
+        self._derived_tolerance = derived_tolerance
         self._renderer: CameraRenderer | None = None
-        self._reader = StateReader(
-            m, self.models, self._datas, self.cameras, self._camera_poses, self._targets
-        )
-        self._writer = StateWriter(m, self._reader, self._targets, self.cameras, derived_tolerance)
-        self._joints = JointReader(m, self.joint_names, self._targets)
-        self._stale = [False] * num_envs  # changed since derived quantities were computed
-        self._state_size = int(mujoco.mj_stateSize(m, INTEGRATION_STATE))
+        self._adopt(loaded.model, loaded.xml, [mujoco.MjData(loaded.model) for _ in range(num_envs)])
         self.reset()
 
     # -- the one door to MjData ------------------------------------------------------
@@ -195,6 +183,62 @@ class MujocoHandler:
         except BaseException:
             tx.rollback()
             raise
+
+    def _adopt(self, m: mujoco.MjModel, xml: str, datas: list[mujoco.MjData]) -> None:
+        """Build everything that depends on the model (at start-up and after an edit)."""
+        self._model = m
+        self.scene_xml: str = xml
+        self._datas = datas
+        self.models: list[ModelInfo] = scene_mod.find_models(m, self._robot_names)
+        self.robots: list[ModelInfo] = [i for i in self.models if i.kind == "robot"]
+        self.body_names = scene_mod.names(m, mujoco.mjtObj.mjOBJ_BODY, m.nbody)
+        self.joint_names = scene_mod.names(m, mujoco.mjtObj.mjOBJ_JOINT, m.njnt)
+        self.cameras = scene_mod.names(m, mujoco.mjtObj.mjOBJ_CAMERA, m.ncam)
+        self._key = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_KEY, INITIAL_KEYFRAME)
+        self._targets = JointTargets(m, self.robots, len(datas), *self._gains)
+        self._camera_poses = CameraPoses(m, self._camera_size)
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None
+        self._reader = StateReader(
+            m, self.models, self._datas, self.cameras, self._camera_poses, self._targets
+        )
+        self._writer = StateWriter(
+            m, self._reader, self._targets, self.cameras, self._derived_tolerance
+        )
+        self._joints = JointReader(m, self.joint_names, self._targets)
+        self._stale = [True] * len(datas)  # changed since derived quantities were computed
+        self._state_size = int(mujoco.mj_stateSize(m, INTEGRATION_STATE))
+
+    def edit_model(self, edit: Callable[[mujoco.MjSpec], None]) -> None:
+        """Change the model (spawn, delete, ...) with `edit` on a copy of its MjSpec, then
+        recompile; every env's state (time, joints, velocities, contacts' warm start,
+        actuators) carries over for what both models hold, and joint targets by name.
+        On any error nothing changes: the spec, model and envs stay as they were."""
+        spec = self._spec.copy()
+        edit(spec)
+        try:
+            compiled = [spec.recompile(self._model, d) for d in self._datas]
+        except ValueError as exc:  # MuJoCo's compile errors
+            raise SceneError(f"the edited model does not compile: {exc}") from None
+        before = self._targets.snapshot_by_name()
+        self._spec = spec
+        self._adopt(compiled[0][0], spec.to_xml(), [d for _, d in compiled])
+        self._targets.carry_over(before, self._datas)
+
+    def spawn(
+        self,
+        name: str,
+        resource: str,
+        pos: Sequence[float] = (0.0, 0.0, 0.0),
+        quat: Sequence[float] = (1.0, 0.0, 0.0, 0.0),
+    ) -> None:
+        """Add entity `name` from MJCF/URDF text at a world pose; see scene.entities."""
+        self.edit_model(lambda spec: attach_entity(spec, name, resource, pos, quat))
+
+    def delete(self, name: str) -> None:
+        """Remove entity `name` and its subtree; every other entity carries over."""
+        self.edit_model(lambda spec: remove_entity(spec, name))
 
     def _sync(self, env_ids: Sequence[int] | None = None) -> None:
         """mj_forward the envs changed since they were last synced.

@@ -118,6 +118,27 @@ class JointTargets:
         self.vel[env] = 0.0
         self.write_servos(env, data, self._servo_idx)
 
+    def carry_over(
+        self, before: dict[str, tuple[np.ndarray, np.ndarray]], datas: Sequence[mujoco.MjData]
+    ) -> None:
+        """After a model edit: joints named in `before` keep their per-env (pos, vel)
+        targets and their actuators' ctrl untouched; new joints hold where they are."""
+        new = []
+        for i, name in enumerate(self.names):
+            if name in before:
+                self.pos[:, i], self.vel[:, i] = before[name]
+            else:
+                new.append(i)
+        idx = np.asarray(new, dtype=np.intp)
+        for env, data in enumerate(datas):
+            self.pos[env, idx] = data.qpos[self._qadr[idx]]
+            self.vel[env, idx] = 0.0
+            self.write_servos(env, data, idx)
+
+    def snapshot_by_name(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Every joint's per-env (pos, vel) targets by joint name (copies)."""
+        return {n: (self.pos[:, i].copy(), self.vel[:, i].copy()) for i, n in enumerate(self.names)}
+
     def write_servos(self, env: int, data: mujoco.MjData, changed: np.ndarray) -> None:
         """ctrl of the position servos whose target index is in `changed`."""
         sel = np.isin(self._servo_idx, changed)
