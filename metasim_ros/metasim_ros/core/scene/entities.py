@@ -65,9 +65,7 @@ def _check_name(spec: mujoco.MjSpec, name: str) -> None:
         raise SceneError(f"entity name {name!r} is taken by a body of the scene")
 
 
-def _check_pose(
-    pos: Sequence[float], quat: Sequence[float]
-) -> tuple[list[float], list[float]]:
+def _check_pose(pos: Sequence[float], quat: Sequence[float]) -> tuple[list[float], list[float]]:
     p, q = [float(v) for v in pos], [float(v) for v in quat]
     if len(p) != 3 or len(q) != 4 or not all(math.isfinite(v) for v in p + q):
         raise SceneError(f"pose: expected finite pos[3] and quat[4], got {p}, {q}")

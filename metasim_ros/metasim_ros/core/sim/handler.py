@@ -109,7 +109,9 @@ class MujocoHandler:
         self._fast_render = fast_render
         self._derived_tolerance = derived_tolerance
         self._renderer: CameraRenderer | None = None
-        self._adopt(loaded.model, loaded.xml, [mujoco.MjData(loaded.model) for _ in range(num_envs)])
+        self._adopt(
+            loaded.model, loaded.xml, [mujoco.MjData(loaded.model) for _ in range(num_envs)]
+        )
         self.reset()
 
     # -- the one door to MjData ------------------------------------------------------
