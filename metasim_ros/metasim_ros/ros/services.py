@@ -71,7 +71,6 @@ class SimServices:
             (Trigger, "~/status", self.status),
         ):
             node.create_service(srv_type, name, cb, callback_group=group)
-        self._world = WorldStateFiller(sim.handler)
 
     def _snapshot_path(self, name: str) -> Path:
         return resolve_inside(self._params.snapshot_dir, name)
@@ -79,8 +78,8 @@ class SimServices:
     @replying
     def set_states(self, request: SetStates.Request, response: SetStates.Response):
         """~/set_states: partial states, all or nothing."""
-        states, env_ids = world_to_states(self._sim.handler, request.states)  # model facts only
-        with self._sim.locked() as h:
+        with self._sim.locked() as h:  # parsed against the model it is applied to
+            states, env_ids = world_to_states(h, request.states)
             h.set_states(states, env_ids)
         self._sim.changed()
         response.success, response.message = True, f"set {len(states)} environment(s)"
@@ -91,7 +90,7 @@ class SimServices:
         """~/get_states: every env's WorldState."""
         with self._sim.locked() as h:
             readings = [read_world(h, e) for e in range(h.num_envs)]
-        filler = WorldStateFiller(self._sim.handler)  # fresh messages: the reply owns them
+            filler = WorldStateFiller(h)  # this model's layout; fresh messages the reply owns
         response.states = [filler.fill(e, *r) for e, r in enumerate(readings)]
         return response
 

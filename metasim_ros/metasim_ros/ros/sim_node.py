@@ -17,26 +17,18 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import JointState
-from tf2_msgs.msg import TFMessage
 
 from metasim_ros.core.errors import RequestError
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.sim.handler import MujocoHandler
-from metasim_ros.core.state.frames import FrameTree
 from metasim_ros.ros import parameters
 from metasim_ros.ros.camera_streamer import CameraStreamer
 from metasim_ros.ros.conversions import targets_from_joint_state
 from metasim_ros.ros.services import SimServices
 from metasim_ros.ros.streams import Streams
-from metasim_ros.ros.tf import static_message
 
-#: /tf_static: latched for late joiners (what a StaticTransformBroadcaster does).
-TF_STATIC_QOS = QoSProfile(
-    depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
-)
 #: The physics thread releases the GIL inside every mj_step; with Python's default 5 ms
 #: switch interval it then waits behind any busy callback thread for up to that long.
 SWITCH_INTERVAL = 2e-4
@@ -66,13 +58,10 @@ class SimNode(Node):
         )
         self.sim.pause(p.paused)
 
-        tree = FrameTree(handler.model, handler.body_names, p.frame_prefix)
-        self._tf_static_pub = self.create_publisher(TFMessage, "/tf_static", TF_STATIC_QOS)
-        self._tf_static_pub.publish(static_message(tree, handler.sim_time(0)))
-        self.streams = Streams(self, self.sim, p, tree)
+        self.streams = Streams(self, self.sim, p)  # also /tf_static, again after model changes
 
         self.service_group = MutuallyExclusiveCallbackGroup()
-        self._robot_of_joint = {j: r.name for r in handler.robots for j in r.joints}
+        self._robot_of_joint: tuple[int, dict[str, str]] = (-1, {})  # (model version, map)
         self.create_subscription(
             JointState,
             "~/joint_targets",
@@ -112,8 +101,11 @@ class SimNode(Node):
     # -- subscriptions ---------------------------------------------------------------
     def _on_joint_targets(self, msg: JointState) -> None:
         try:
-            targets = targets_from_joint_state(msg, self._robot_of_joint)
-            with self.sim.locked() as h:
+            with self.sim.locked() as h:  # the robots of the current model
+                if self._robot_of_joint[0] != h.model_version:
+                    joints = {j: r.name for r in h.robots for j in r.joints}
+                    self._robot_of_joint = (h.model_version, joints)
+                targets = targets_from_joint_state(msg, self._robot_of_joint[1])
                 h.set_states([targets] * h.num_envs)
         except RequestError as exc:
             self.get_logger().warning(f"~/joint_targets ignored: {exc}")

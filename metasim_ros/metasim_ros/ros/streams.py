@@ -1,6 +1,6 @@
 # Copyright 2026 metasim_ros developers
 # SPDX-License-Identifier: Apache-2.0
-"""The node's periodic topics (/clock, joint_states, ~/world_state, /tf).
+"""The node's periodic topics (/clock, joint_states, ~/world_state, /tf) and /tf_static.
 
 They are published from the physics thread, between physics batches (a tick callback
 of the physics loop): one short lock hold copies what every due topic needs, messages
@@ -20,7 +20,7 @@ from typing import Any
 
 from metasim_msgs.msg import WorldState
 from rclpy.node import Node
-from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from tf2_msgs.msg import TFMessage
@@ -30,10 +30,14 @@ from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.state.frames import FrameTree
 from metasim_ros.ros.conversions import JointStateFiller, WorldStateFiller, stamp
 from metasim_ros.ros.parameters import SimParameters
-from metasim_ros.ros.tf import DynamicTf
+from metasim_ros.ros.tf import DynamicTf, static_message
 
 #: /clock: reliable keep-last-1 matches both reliable and best-effort (rclpy's) readers.
 CLOCK_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
+#: /tf_static: latched for late joiners (what a StaticTransformBroadcaster does).
+TF_STATIC_QOS = QoSProfile(
+    depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
+)
 
 
 @dataclass
@@ -49,22 +53,39 @@ def read_world(h: MujocoHandler, env_id: int) -> tuple:
     return h.sim_time(env_id), h.get_states([env_id], render=False)[0], h.joint_states(env_id)
 
 
-class Streams:
-    """Rates are wall-clock Hz; `set_rate` takes a parameter name (e.g. 'tf_rate')."""
+class _Layout:
+    """Everything the topics derive from one model: preallocated messages and the frame
+    tree. Built while holding the simulation, for the model version it records."""
 
-    def __init__(
-        self, node: Node, sim: SimulationAccess, params: SimParameters, tree: FrameTree
-    ) -> None:
+    def __init__(self, h: MujocoHandler, frame_prefix: str) -> None:
+        self.version = h.model_version
+        self.joints = JointStateFiller(h)
+        self.world = WorldStateFiller(h)
+        self.tree = FrameTree(h.model, h.body_names, frame_prefix)
+        self.tf = DynamicTf(self.tree)
+        self.static_tf = static_message(self.tree, h.sim_time(0))
+
+
+class Streams:
+    """Rates are wall-clock Hz; `set_rate` takes a parameter name (e.g. 'tf_rate').
+
+    After a model change (spawn, delete, a new world) the tick that first sees the new
+    model version rebuilds the layout under the same lock hold, before reading anything,
+    and republishes /tf_static: no topic is ever filled with a stale layout.
+    """
+
+    def __init__(self, node: Node, sim: SimulationAccess, params: SimParameters) -> None:
         self._sim = sim
-        h = sim.handler
+        self._prefix = params.frame_prefix
         clock_pub = node.create_publisher(Clock, "/clock", CLOCK_QOS)
         clock_msg = Clock()
         joint_pub = node.create_publisher(JointState, "joint_states", 10)
-        joints = JointStateFiller(h)
         world_pub = node.create_publisher(WorldState, "~/world_state", 10)
-        world = WorldStateFiller(h)
         tf_pub = node.create_publisher(TFMessage, "/tf", 100)
-        tf = DynamicTf(tree)
+        self._static_pub = node.create_publisher(TFMessage, "/tf_static", TF_STATIC_QOS)
+        with sim.locked() as h:
+            self._layout = _Layout(h, self._prefix)
+        self._static_pub.publish(self._layout.static_tf)
 
         def publish_clock(sim_time: float) -> None:
             clock_msg.clock = stamp(sim_time)
@@ -72,12 +93,14 @@ class Streams:
 
         def publish_world(readings: list) -> None:
             for env_id, reading in enumerate(readings):
-                world_pub.publish(world.fill(env_id, *reading))
+                world_pub.publish(self._layout.world.fill(env_id, *reading))
 
         self._streams = {
             "clock_rate": _Stream(1 / params.clock_rate, lambda h: h.sim_time(0), publish_clock),
             "joint_state_rate": _Stream(
-                1 / params.joint_state_rate, lambda h: joints.fill(0), joint_pub.publish
+                1 / params.joint_state_rate,
+                lambda h: self._layout.joints.fill(0),
+                joint_pub.publish,
             ),
             "world_state_rate": _Stream(
                 1 / params.world_state_rate,
@@ -86,8 +109,8 @@ class Streams:
             ),
             "tf_rate": _Stream(
                 1 / params.tf_rate,
-                lambda h: tf.read(h.synced_data(0)),
-                lambda r: tf_pub.publish(tf.fill(r)),
+                lambda h: self._layout.tf.read(h.synced_data(0)),
+                lambda r: tf_pub.publish(self._layout.tf.fill(r)),
             ),
         }
         self._next_due = 0.0  # earliest due time of any stream: the cheap test per tick
@@ -111,8 +134,13 @@ class Streams:
         if now < self._next_due:
             return
         due = [s for s in self._streams.values() if now >= s.due]
+        rebuilt = False
         with self._sim.locked() as h:
+            if h.model_version != self._layout.version:
+                self._layout, rebuilt = _Layout(h, self._prefix), True
             readings = [s.read(h) for s in due]
+        if rebuilt:
+            self._static_pub.publish(self._layout.static_tf)
         for s, reading in zip(due, readings):
             s.publish(reading)
             nxt = s.due + s.period

@@ -14,9 +14,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TypeVar
 
 from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.sim.physics_loop import PhysicsLoop
+
+T = TypeVar("T")
 
 #: What the node does when the physics of an env blows up.
 DIVERGENCE_POLICIES = ("reset", "pause")
@@ -55,6 +58,21 @@ class SimulationAccess:
         """Sim time of one env, read under the lock."""
         with self.loop.access():
             return self.handler.sim_time(env_id)
+
+    @property
+    def model_version(self) -> int:
+        """Changes with every model edit (spawn, delete, a new scene). Parts that cache
+        model-derived things (message layouts, frame trees, renderers) compare it with
+        the version they were built for, while holding the lock, and rebuild first."""
+        return self.handler.model_version
+
+    def edit(self, change: Callable[[MujocoHandler], T]) -> T:
+        """Run a model change (``lambda h: h.spawn(...)``) under the lock, then tell the
+        publishers. The handler counts the new model; every part follows on its next read."""
+        with self.locked() as h:
+            result = change(h)
+        self.changed()
+        return result
 
     def on_change(self, callback: Callable[[], None]) -> None:
         """Call `callback` whenever a request changed the state (publishers refresh)."""

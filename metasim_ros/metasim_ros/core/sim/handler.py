@@ -109,6 +109,9 @@ class MujocoHandler:
         self._fast_render = fast_render
         self._derived_tolerance = derived_tolerance
         self._renderer: CameraRenderer | None = None
+        #: Counts model changes (start-up, spawn, delete, a new scene): a part that caches
+        #: anything derived from the model compares it, under the lock, before reading.
+        self.model_version = 0
         self._adopt(
             loaded.model, loaded.xml, [mujoco.MjData(loaded.model) for _ in range(num_envs)]
         )
@@ -188,6 +191,7 @@ class MujocoHandler:
 
     def _adopt(self, m: mujoco.MjModel, xml: str, datas: list[mujoco.MjData]) -> None:
         """Build everything that depends on the model (at start-up and after an edit)."""
+        self.model_version += 1
         self._model = m
         self.scene_xml: str = xml
         self._datas = datas
@@ -227,6 +231,21 @@ class MujocoHandler:
         self._spec = spec
         self._adopt(compiled[0][0], spec.to_xml(), [d for _, d in compiled])
         self._targets.carry_over(before, self._datas)
+
+    def replace_scene(self, scene: str | None) -> None:
+        """Simulate another scene (a path, MJCF text, or None for the embedded default) in
+        the same number of envs, from its initial state; its robots are the models with
+        actuators (the `robots` given at start-up name models of the first scene). On a
+        SceneError nothing changes."""
+        loaded = scene_mod.load_scene(scene)
+        scene_mod.find_models(loaded.model, None)  # refuses duplicate names before any change
+        self._robot_names = None
+        self.scene_path = loaded.path
+        self._spec = loaded.spec
+        self._adopt(
+            loaded.model, loaded.xml, [mujoco.MjData(loaded.model) for _ in range(self.num_envs)]
+        )
+        self.reset()
 
     def spawn(
         self,
