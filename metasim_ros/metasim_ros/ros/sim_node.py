@@ -27,6 +27,7 @@ from metasim_ros.ros import parameters
 from metasim_ros.ros.camera_streamer import CameraStreamer
 from metasim_ros.ros.conversions import targets_from_joint_state
 from metasim_ros.ros.services import SimServices
+from metasim_ros.ros.sim_interfaces import SimInterfaces, quit_soon
 from metasim_ros.ros.streams import Streams
 
 #: The physics thread releases the GIL inside every mj_step; with Python's default 5 ms
@@ -71,6 +72,10 @@ class SimNode(Node):
         )
         self.sim_services = SimServices(self, self.sim, p, self.service_group)
         self.cameras = CameraStreamer(self, self.sim, p)
+        self.quit = threading.Event()  # SetSimulationState QUITTING: main() ends the node
+        self.sim_interfaces = SimInterfaces(
+            self, self.sim, p, self.service_group, quit_soon(self.quit)
+        )
         self.add_on_set_parameters_callback(parameters.check_update)
         self.add_post_set_parameters_callback(self._apply_parameters)
 
@@ -143,7 +148,7 @@ def main(args: list[str] | None = None) -> int:
     executor.add_node(node)
     try:
         node.start()
-        while not stop.is_set():
+        while not stop.is_set() and not node.quit.is_set():
             try:
                 executor.spin_once(timeout_sec=0.1)
             except Exception:  # a callback's bug: report it, keep serving everyone else

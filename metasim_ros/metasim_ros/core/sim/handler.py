@@ -17,7 +17,12 @@ import numpy as np
 from metasim_ros.core.errors import SceneError, StateValidationError
 from metasim_ros.core.scene import loading as scene_mod
 from metasim_ros.core.scene.cameras import CameraPoses, CameraRenderer
-from metasim_ros.core.scene.entities import attach_entity, remove_entity
+from metasim_ros.core.scene.entities import (
+    attach_entity,
+    parse_entity,
+    place_entity,
+    remove_entity,
+)
 from metasim_ros.core.scene.loading import ModelInfo
 from metasim_ros.core.state.joints import JointReader, JointReading
 from metasim_ros.core.state.reader import StateReader
@@ -54,6 +59,16 @@ class PhysicsState:
     integration: np.ndarray
     pos_target: np.ndarray | None = None
     vel_target: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class SpawnRecord:
+    """How an entity was added at runtime: its MJCF (URDF is converted) and world pose,
+    enough to add it again to a node started without it (snapshots)."""
+
+    mjcf: str
+    pos: tuple[float, ...]
+    quat: tuple[float, ...]
 
 
 class Transaction:
@@ -112,6 +127,8 @@ class MujocoHandler:
         #: Counts model changes (start-up, spawn, delete, a new scene): a part that caches
         #: anything derived from the model compares it, under the lock, before reading.
         self.model_version = 0
+        #: Entities spawned at runtime, by name, in spawn order (cleared by a new scene).
+        self.spawned: dict[str, SpawnRecord] = {}
         self._adopt(
             loaded.model, loaded.xml, [mujoco.MjData(loaded.model) for _ in range(num_envs)]
         )
@@ -232,14 +249,14 @@ class MujocoHandler:
         self._adopt(compiled[0][0], spec.to_xml(), [d for _, d in compiled])
         self._targets.carry_over(before, self._datas)
 
-    def replace_scene(self, scene: str | None) -> None:
+    def replace_scene(self, scene: str | None, robots: list[str] | None = None) -> None:
         """Simulate another scene (a path, MJCF text, or None for the embedded default) in
-        the same number of envs, from its initial state; its robots are the models with
-        actuators (the `robots` given at start-up name models of the first scene). On a
-        SceneError nothing changes."""
+        the same number of envs, from its initial state; `robots` as in the constructor.
+        On a SceneError nothing changes."""
         loaded = scene_mod.load_scene(scene)
-        scene_mod.find_models(loaded.model, None)  # refuses duplicate names before any change
-        self._robot_names = None
+        scene_mod.find_models(loaded.model, robots)  # refuses bad names before any change
+        self._robot_names = robots
+        self.spawned = {}
         self.scene_path = loaded.path
         self._spec = loaded.spec
         self._adopt(
@@ -250,16 +267,32 @@ class MujocoHandler:
     def spawn(
         self,
         name: str,
-        resource: str,
+        resource: str | mujoco.MjSpec,
         pos: Sequence[float] = (0.0, 0.0, 0.0),
         quat: Sequence[float] = (1.0, 0.0, 0.0, 0.0),
     ) -> None:
-        """Add entity `name` from MJCF/URDF text at a world pose; see scene.entities."""
-        self.edit_model(lambda spec: attach_entity(spec, name, resource, pos, quat))
+        """Add entity `name` from MJCF/URDF text (or its parsed spec) at a world pose; see
+        scene.entities. Its MJCF and pose are recorded in `spawned`."""
+        child = parse_entity(resource) if isinstance(resource, str) else resource
+        xml = child.to_xml()
+        self.edit_model(lambda spec: attach_entity(spec, name, child, pos, quat))
+        self.spawned[name] = SpawnRecord(xml, tuple(map(float, pos)), tuple(map(float, quat)))
 
-    def delete(self, name: str) -> None:
-        """Remove entity `name` and its subtree; every other entity carries over."""
-        self.edit_model(lambda spec: remove_entity(spec, name))
+    def delete(self, *names: str) -> None:
+        """Remove entities and their subtrees (one recompile); every other entity carries
+        over."""
+
+        def remove(spec: mujoco.MjSpec) -> None:
+            for name in names:
+                remove_entity(spec, name)
+
+        self.edit_model(remove)
+        for name in names:
+            self.spawned.pop(name, None)
+
+    def place(self, name: str, pos: Sequence[float], quat: Sequence[float]) -> None:
+        """Move an entity fixed to the world (its pose is in the model); others carry over."""
+        self.edit_model(lambda spec: place_entity(spec, name, pos, quat))
 
     def _sync(self, env_ids: Sequence[int] | None = None) -> None:
         """mj_forward the envs changed since they were last synced.
