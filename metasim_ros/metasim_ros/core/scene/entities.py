@@ -19,6 +19,15 @@ import mujoco
 
 from metasim_ros.core.errors import ResourceError, UnknownEntityError
 
+_CLASSED = (
+    mujoco.mjtObj.mjOBJ_BODY,
+    mujoco.mjtObj.mjOBJ_GEOM,
+    mujoco.mjtObj.mjOBJ_JOINT,
+    mujoco.mjtObj.mjOBJ_SITE,
+    mujoco.mjtObj.mjOBJ_CAMERA,
+    mujoco.mjtObj.mjOBJ_LIGHT,
+)
+
 #: Quaternions further than this from unit norm are refused, not silently renormalised.
 QUAT_TOLERANCE = 1e-6
 
@@ -86,7 +95,23 @@ def remove_entity(spec: mujoco.MjSpec, name: str) -> None:
     """Remove entity `name` (a direct child body of the worldbody) and its subtree."""
     if name not in entity_names(spec):
         raise UnknownEntityError(f"no entity named {name!r} (entities: {entity_names(spec)})")
-    spec.delete(spec.body(name))
+    body = spec.body(name)
+    prefix = f"{name}/"
+    classes = {f"{prefix}main"} | {
+        e.classname.name for kind in _CLASSED for e in body.find_all(kind) if e.classname
+    }
+    spec.delete(body)
+    # what the entity brought with it (attached under its prefix), so the name can be used
+    # again and the scene's MJCF stays loadable: its default classes (children first) and
+    # assets
+    for cls in sorted((c for c in classes if c.startswith(prefix)), key=len, reverse=True):
+        default = spec.find_default(cls)
+        if default is not None:
+            spec.delete(default)
+    for assets in (spec.materials, spec.meshes, spec.textures, spec.hfields, spec.skins):
+        for asset in list(assets):
+            if asset.name.startswith(prefix):
+                spec.delete(asset)
 
 
 def place_entity(

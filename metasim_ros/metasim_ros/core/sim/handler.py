@@ -206,11 +206,19 @@ class MujocoHandler:
             tx.rollback()
             raise
 
-    def _adopt(self, m: mujoco.MjModel, xml: str, datas: list[mujoco.MjData]) -> None:
+    @property
+    def scene_xml(self) -> str:
+        """The MJCF the model compiles from (after an edit: written from the spec when
+        first asked for, not on every spawn)."""
+        if self._xml is None:
+            self._xml = self._spec.to_xml()
+        return self._xml
+
+    def _adopt(self, m: mujoco.MjModel, xml: str | None, datas: list[mujoco.MjData]) -> None:
         """Build everything that depends on the model (at start-up and after an edit)."""
         self.model_version += 1
         self._model = m
-        self.scene_xml: str = xml
+        self._xml = xml
         self._datas = datas
         self.models: list[ModelInfo] = scene_mod.find_models(m, self._robot_names)
         self.robots: list[ModelInfo] = [i for i in self.models if i.kind == "robot"]
@@ -246,7 +254,7 @@ class MujocoHandler:
             raise SceneError(f"the edited model does not compile: {exc}") from None
         before = self._targets.snapshot_by_name()
         self._spec = spec
-        self._adopt(compiled[0][0], spec.to_xml(), [d for _, d in compiled])
+        self._adopt(compiled[0][0], None, [d for _, d in compiled])
         self._targets.carry_over(before, self._datas)
 
     def replace_scene(self, scene: str | None, robots: list[str] | None = None) -> None:
