@@ -6,7 +6,6 @@ MuJoCo run in this process: every feature the node lists is exercised here."""
 from __future__ import annotations
 
 import math
-import os
 import time
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from action_msgs.msg import GoalStatus
 from metasim_msgs.msg import WorldState
 from metasim_msgs.srv import GetStates
 from rclpy.action import ActionClient
+from sensor_msgs.msg import CameraInfo, Image
 from simulation_interfaces import action as sa
 from simulation_interfaces import msg as sm
 from simulation_interfaces import srv as ss
@@ -435,6 +435,17 @@ def test_spawn_lands_in_world_state_and_tf_then_delete(node, client, dirs):
     )
     ok(r)
     assert r.entity_name == "crate_2"
+    req = ss.SpawnEntity.Request(name="on_table")
+    req.entity_resource.resource_string = CRATE
+    req.initial_pose.header.frame_id = "table"  # relative to a body frame
+    req.initial_pose.pose.position.z = 1.0
+    ok(client.call(ss.SpawnEntity, NS + "spawn_entity", req))
+    table = Truth(default_scene_path()).body_pose("table")[0]
+    assert pose_of(entity_state(client, "on_table"))[0].tolist() == (table + [0, 0, 1.0]).tolist()
+    req.name, req.initial_pose.header.frame_id = "nowhere", "no_such_frame"
+    r = client.call(ss.SpawnEntity, NS + "spawn_entity", req)
+    assert r.result.result == R.RESULT_NOT_FOUND
+    ok(call(client, ss.DeleteEntity, "delete_entity", entity="on_table"))
     r = spawn(client, "", (3.0, 3.0, 0.2), entity_resource=sm.Resource(uri="post.urdf"))
     ok(r)
     assert r.entity_name == "post"
@@ -682,6 +693,8 @@ def test_named_poses_and_worlds(node, client, dirs):
         set_state(client, sm.SimulationState.STATE_PLAYING).result.result
         == R.RESULT_INCORRECT_STATE
     )
+    assert spawn(client, "c", (0, 0, 1)).result.result == R.RESULT_INCORRECT_STATE
+    assert step(client, 1).result.result == R.RESULT_OPERATION_FAILED  # StepSimulation's code
     r = call(client, ss.LoadWorld, "load_world", world_resource=sm.Resource(resource_string=CRATE))
     ok(r)
     assert entities(client) == ["crate"]
@@ -708,4 +721,15 @@ def test_quitting_ends_the_node_and_global_namespace(start_node, client, dirs):
     while node.proc.poll() is None and time.monotonic() < deadline:
         client.executor.spin_once(timeout_sec=0.1)
     assert node.proc.poll() == 0
-    assert os.environ.get("ROS_DOMAIN_ID")
+
+
+def test_cameras_follow_a_new_world(start_node, client):
+    start_node({"paused": True, "camera_width": 64, "camera_height": 48}).wait_serving(client)
+    scene = WORLD.replace(
+        "<worldbody>", '<worldbody><camera name="eye" pos="0 -3 1" xyaxes="1 0 0 0 0.3 1"/>'
+    )
+    ok(call(client, ss.LoadWorld, "load_world", world_resource=sm.Resource(resource_string=scene)))
+    info = client.wait_for_message(CameraInfo, NS + "eye/camera_info", timeout=60.0)
+    assert (info.width, info.height, info.header.frame_id) == (64, 48, "eye_optical_frame")
+    image = client.wait_for_message(Image, NS + "eye/image_raw", timeout=60.0)
+    assert image.width == 64 and len(image.data) == 64 * 48 * 3
