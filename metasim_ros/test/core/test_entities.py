@@ -120,3 +120,18 @@ def test_refused_edits_change_nothing(edit, message):
     with pytest.raises(SceneError, match=message):
         edit(h)
     assert fingerprint(h) == before
+
+
+@pytest.mark.parametrize("spawned", [False, True])
+def test_place_puts_a_fixed_entity_at_a_world_pose(spawned):
+    h = MujocoHandler()
+    name = "table"
+    if spawned:
+        name = "post"
+        h.spawn(name, CRATE.replace("<freejoint/>", ""), pos=[2.0, 0.0, 0.2])
+    q = [np.cos(0.2), 0.0, 0.0, np.sin(0.2)]
+    h.place(name, [1.0, 1.0, 0.1], q)
+    d = h.synced_data(0)
+    b = h.model.body(name).id
+    np.testing.assert_allclose(d.xpos[b], [1.0, 1.0, 0.1], atol=1e-15)
+    np.testing.assert_allclose(d.xquat[b], q, atol=1e-15)

@@ -123,6 +123,8 @@ def place_entity(
         raise UnknownEntityError(f"no entity named {name!r} (entities: {entity_names(spec)})")
     p, q = check_pose(pos, quat)
     body = spec.body(name)
+    if body.frame is not None:  # a spawned entity hangs from the frame it was placed with
+        body.frame.pos, body.frame.quat = [0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]
     body.pos, body.quat = p, q
 
 

@@ -301,6 +301,9 @@ class MujocoHandler:
     def place(self, name: str, pos: Sequence[float], quat: Sequence[float]) -> None:
         """Move an entity fixed to the world (its pose is in the model); others carry over."""
         self.edit_model(lambda spec: place_entity(spec, name, pos, quat))
+        if name in self.spawned:  # added again there (snapshots)
+            record = self.spawned[name]
+            self.spawned[name] = SpawnRecord(record.mjcf, tuple(pos), tuple(quat))
 
     def _sync(self, env_ids: Sequence[int] | None = None) -> None:
         """mj_forward the envs changed since they were last synced.
