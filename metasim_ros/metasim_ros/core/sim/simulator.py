@@ -100,10 +100,11 @@ class Simulator:
         self._infos = EntityInfos()
         self._lock = threading.Lock()  # run state and infos (not the simulation)
         self._source: tuple[str | None, list[str] | None] = (scene, robots)
+        path = Path(scene).expanduser() if scene else None
         self._world = World(
-            resources.model_name(Path(scene).read_text()) if scene else "default",
-            resources.file_uri(Path(scene)) if scene else "",
-            scene or "the embedded default scene",
+            (resources.model_name(path.read_text()) or path.stem) if path else "default",
+            resources.file_uri(path) if path else "",
+            str(path) if path else "the embedded default scene",
         )
         self._no_world = False
         self._stopped_at: float | None = None
