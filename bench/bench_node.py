@@ -22,15 +22,21 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
+import psutil  # noqa: E402
 import rclpy  # noqa: E402
+from metasim_msgs.msg import Contacts  # noqa: E402
 from metasim_msgs.srv import GetStates, SetStates  # noqa: E402
+from rcl_interfaces.srv import SetParameters  # noqa: E402
 from rclpy.node import Node  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402
 
 from metasim_ros.scenes import default_scene_path  # noqa: E402
 
 WINDOW = 3.0  # seconds of wall time per rate measurement
+#: IMU, force-torque, range finders, touch, magnetometer and resting objects
+SENSOR_SCENE = Path(__file__).parents[1] / "metasim_ros/test/scenes/sensors.xml"
 
 
 def raw_steps_per_second(seconds: float = 2.0) -> float:
@@ -124,6 +130,134 @@ def quick_ratio(**params) -> None:
         rclpy.try_shutdown()
 
 
+def markers_ratio(probe: Probe, timestep: float, rounds: int = 5) -> None:
+    """Physics with ~/scene_markers on vs markers off, nodes started alternately. Besides
+    steps per wall second (at the mercy of whatever else runs on the machine), steps per
+    CPU second of the node process: what the node itself spends per step."""
+    wall: dict[bool, list[float]] = {True: [], False: []}
+    per_cpu: dict[bool, list[float]] = {True: [], False: []}
+    for _ in range(rounds):
+        for on in (True, False):
+            node = start_node(real_time_factor=0.0, markers=str(on).lower())
+            try:
+                get = probe.node.create_client(GetStates, "/sim_node/get_states")
+                probe.wait_service(get)
+                probe.node.destroy_client(get)
+                proc = psutil.Process(node.pid)
+                probe.spin_for(0.5)
+                c0, cpu0, t0 = probe.clock, sum(proc.cpu_times()[:2]), time.monotonic()
+                probe.spin_for(WINDOW)
+                steps = (probe.clock - c0) / timestep
+                wall[on].append(steps / (time.monotonic() - t0))
+                per_cpu[on].append(steps / (sum(proc.cpu_times()[:2]) - cpu0))
+            finally:
+                stop_node(node)
+    paired = sorted(a / b for a, b in zip(per_cpu[True], per_cpu[False]))
+    print(
+        f"markers on vs off, {rounds} alternating pairs: steps per node CPU second "
+        f"{np.median(per_cpu[True]):,.0f} vs {np.median(per_cpu[False]):,.0f} (medians); "
+        f"median of paired ratios on/off {np.median(paired):.3f} (target >= 0.98; pairs "
+        f"{', '.join(f'{r:.3f}' for r in paired)}); per wall second "
+        f"{np.median(wall[True]):,.0f} vs {np.median(wall[False]):,.0f}"
+    )
+
+
+def _set_parameters(probe: Probe, client, **params) -> None:
+    req = SetParameters.Request(
+        parameters=[Parameter(k, value=v).to_parameter_msg() for k, v in params.items()]
+    )
+    assert all(r.successful for r in probe.call(client, req).results)
+
+
+def _per_call(fn, k: int) -> float:
+    t0 = time.perf_counter()
+    for _ in range(k):
+        fn()
+    return (time.perf_counter() - t0) / k
+
+
+def publish_costs() -> None:
+    """What the physics thread spends per sensor publish and per idle contacts check, in
+    this process (less exposed to other processes' load than the node's rate): at rate
+    f the physics rate falls by about f x that time per second."""
+    from metasim_ros.core.sim.handler import MujocoHandler
+    from metasim_ros.core.state.frames import FrameTree
+    from metasim_ros.ros.contact_topics import ContactTopics
+    from metasim_ros.ros.parameters import SimParameters
+    from metasim_ros.ros.sensor_topics import SensorTopics
+
+    rclpy.init()
+    node = Node("bench_publish_costs")
+    try:
+        h = MujocoHandler(str(SENSOR_SCENE))
+        tree, params = FrameTree(h.model, h.body_names), SimParameters()
+        sensors = SensorTopics(node, h, tree, params)
+        contacts = ContactTopics(node, h, tree, params)
+        h.step(n=500)
+        step = _per_call(lambda: h.step(n=1), 2000)
+        with_sensors = _per_call(lambda: (h.step(n=1), sensors.publish(h.sensor_readings(0))), 2000)
+        publish = with_sensors - step
+        idle = _per_call(contacts.active, 5000)
+        print(
+            f"in-process: mj_step {step * 1e6:.1f} us; one sensor publish (forward, copy, "
+            f"6 messages) {publish * 1e6:.0f} us -> at 100 Hz {1 - 100 * publish:.3f} of the "
+            f"physics rate; idle contacts check {idle * 1e6:.1f} us -> at 30 Hz "
+            f"{1 - 30 * idle:.5f}"
+        )
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+
+def sensors_and_contacts(rounds: int = 5, window: float = 2.0) -> None:
+    """Cost of the sensor topics at 100 Hz, and of contacts at 30 Hz without / with a
+    subscriber, on the sensor scene at rtf 0. One node; the configurations alternate
+    within each round (rates are runtime parameters), and each is compared with the
+    quiet one of its own round, so load from other processes cancels out as far as it
+    can. "Quiet" is sensor_rate = contact_rate = 0.01 Hz (never within a window)."""
+    timestep = mujoco.MjModel.from_xml_path(str(SENSOR_SCENE)).opt.timestep
+    rclpy.init()
+    probe = Probe()
+    node = start_node(real_time_factor=0.0, scene=str(SENSOR_SCENE))
+    try:
+        probe.wait_service(probe.node.create_client(GetStates, "/sim_node/get_states"))
+        params = probe.node.create_client(SetParameters, "/sim_node/set_parameters")
+        probe.wait_service(params)
+        configs = {
+            "quiet": dict(sensor_rate=0.01, contact_rate=0.01),
+            "sensors at 100 Hz": dict(sensor_rate=100.0, contact_rate=0.01),
+            "contacts at 30 Hz, no subscriber": dict(sensor_rate=0.01, contact_rate=30.0),
+            "contacts at 30 Hz, subscribed": dict(sensor_rate=0.01, contact_rate=30.0),
+        }
+        ratios: dict[str, list[float]] = {k: [] for k in configs}
+        rates: dict[str, list[float]] = {k: [] for k in configs}
+        for _ in range(rounds):
+            for name, values in configs.items():
+                _set_parameters(probe, params, **values)
+                sub = None
+                if name.endswith("subscribed"):
+                    sub = probe.node.create_subscription(
+                        Contacts, "/sim_node/contacts", lambda _m: None, 10
+                    )
+                probe.spin_for(0.3)  # the new rates take effect
+                c0, t0 = probe.clock, time.monotonic()
+                probe.spin_for(window)
+                rates[name].append((probe.clock - c0) / timestep / (time.monotonic() - t0))
+                ratios[name].append(rates[name][-1] / rates["quiet"][-1])
+                if sub is not None:
+                    probe.node.destroy_subscription(sub)
+        print(f"sensor scene, rtf 0, {rounds} rounds of {window:g} s windows (medians):")
+        for name in configs:
+            print(
+                f"  {name}: {np.median(rates[name]):,.0f} steps/s, ratio to quiet "
+                f"{np.median(ratios[name]):.3f}"
+                + (" (target >= 0.95)" if name.startswith("sensors") else "")
+            )
+    finally:
+        stop_node(node)
+        rclpy.try_shutdown()
+
+
 def main() -> None:
     timestep = mujoco.MjModel.from_xml_path(default_scene_path()).opt.timestep
     raw = raw_steps_per_second()
@@ -175,13 +309,23 @@ def main() -> None:
             f"(camera_rate 15); physics meanwhile {cam_rate:,.0f} steps/s = "
             f"{cam_rate / node_rate:.2f} of the rate without a camera subscriber"
         )
+        stop_node(node)
+        markers_ratio(probe, timestep)
     finally:
         stop_node(node)
         rclpy.try_shutdown()
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1:  # e.g. bench_node.py tf_rate=1.0 world_state_rate=1.0
+    if sys.argv[1:] == ["markers"]:  # only the markers on/off ratio
+        rclpy.init()
+        try:
+            markers_ratio(Probe(), mujoco.MjModel.from_xml_path(default_scene_path()).opt.timestep)
+        finally:
+            rclpy.try_shutdown()
+    elif len(sys.argv) > 1:  # e.g. bench_node.py tf_rate=1.0 world_state_rate=1.0
         quick_ratio(**dict(a.split("=", 1) for a in sys.argv[1:]))
     else:
         main()
+        sensors_and_contacts()
+        publish_costs()

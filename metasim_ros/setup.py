@@ -29,6 +29,7 @@ setup(
         "console_scripts": [
             "sim_node = metasim_ros.ros.sim_node:main",
             "metasim-snapshot = metasim_ros.snapshot_cli:main",
+            "metasim-urdf = metasim_ros.urdf_cli:main",
         ],
     },
 )

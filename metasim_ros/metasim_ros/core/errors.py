@@ -51,6 +51,10 @@ class PathRefusedError(RequestError):
     """A path that names something outside the allowed directory, or no valid name."""
 
 
+class ConfigurationError(RequestError):
+    """A configuration value (e.g. a gain for an unknown joint) the scene cannot take."""
+
+
 class NotFoundError(RequestError):
     """No entity, named pose, world or file of the name given."""
 

@@ -5,16 +5,18 @@
 Publishing messages are preallocated and refilled: building geometry/sensor messages
 in Python costs microseconds each, on every publish.
 
-Partial states in SetStates (metasim_msgs has no "unset" flags, so values say it):
-- a ModelState of a free-floating model sets its root pose and twist unless
-  pose.orientation is the zero quaternion (0,0,0,0), which means "leave them"; the pose
-  and twist of a fixed-base model follow from the scene and are ignored, like link_states;
-- a JointState sets position / velocity / position_target / velocity_target where the
-  array is non-empty; effort and errors are outputs and ignored;
+Partial states in SetStates: a ModelState's `field_mask` says what the request sets,
+and nothing without its bit changes (a default-built ModelState sets nothing):
+- POSE / TWIST: the root pose / twist of a free-floating model; the pose and twist of
+  a fixed-base model follow from the scene and are ignored, like link_states;
+- JOINT_POSITIONS, JOINT_VELOCITIES, POSITION_TARGETS, VELOCITY_TARGETS: that field of
+  every listed JointState whose array is non-empty (targets: robots only); effort and
+  errors are outputs and ignored;
 - link_states are outputs (they follow from the joints) and are ignored;
 - a model named twice in one WorldState, or a joint twice in one ModelState (or in a
   joint_targets message), is refused rather than resolved by order.
-So a GetStates response sent back as a SetStates request restores exactly that state.
+GetStates replies set every bit, so one sent back as a SetStates request restores
+exactly that state.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Iterable
 
 import numpy as np
 from builtin_interfaces.msg import Time
-from geometry_msgs.msg import Pose, Twist
+from geometry_msgs.msg import Pose, Twist, Wrench
 from metasim_msgs.msg import JointState as MsJointState
 from metasim_msgs.msg import LinkState, ModelState, WorldState
 from sensor_msgs.msg import JointState
@@ -65,6 +67,13 @@ def fill_twist(twist: Twist, vel: np.ndarray, ang_vel: np.ndarray) -> None:
     ang.x, ang.y, ang.z = float(ang_vel[0]), float(ang_vel[1]), float(ang_vel[2])
 
 
+def fill_wrench(wrench: Wrench, values: np.ndarray) -> None:
+    """Write [force, torque] (6 values) into a (preallocated) Wrench in place."""
+    f, t = wrench.force, wrench.torque
+    f.x, f.y, f.z = float(values[0]), float(values[1]), float(values[2])
+    t.x, t.y, t.z = float(values[3]), float(values[4]), float(values[5])
+
+
 class WorldStateFiller:
     """Builds one WorldState message per environment once, then refills it.
 
@@ -89,6 +98,7 @@ class WorldStateFiller:
                     name=info.name,
                     kind=ModelState.ROBOT if info.kind == "robot" else ModelState.OBJECT,
                     reference_frame=self._world_frame,
+                    field_mask=ModelState.ALL,
                     link_states=[LinkState(name=b) for b in info.bodies],
                     joint_states=[
                         MsJointState(name=model.joint(j).name, type=int(model.jnt_type[j]))
@@ -98,8 +108,16 @@ class WorldStateFiller:
             )
         return msg
 
-    def fill(self, env_id: int, sim_time: float, state: dict, readings: Iterable) -> WorldState:
-        """state: the env's core state (render off); readings: its joint_states()."""
+    def fill(
+        self,
+        env_id: int,
+        sim_time: float,
+        state: dict,
+        readings: Iterable,
+        wrenches: np.ndarray,
+    ) -> WorldState:
+        """state: the env's core state (render off); readings: its joint_states();
+        wrenches: its link_wrenches() [nbody, 6]."""
         msg = self._msgs.get(env_id) or self._msgs.setdefault(env_id, self._build(env_id))
         msg.header.stamp = stamp(sim_time)
         by_name = {r.name: r for r in readings}
@@ -107,10 +125,11 @@ class WorldStateFiller:
             m = state["robots" if info.kind == "robot" else "objects"][info.name]
             fill_pose(ms.pose, m["pos"], m["rot"])
             fill_twist(ms.twist, m["vel"], m["ang_vel"])
-            for ls in ms.link_states:
+            for ls, body_id in zip(ms.link_states, info.body_ids):
                 b = m["body"][ls.name]
                 fill_pose(ls.pose, b["pos"], b["rot"])
                 fill_twist(ls.twist, b["vel"], b["ang_vel"])
+                fill_wrench(ls.wrench, wrenches[body_id])
             for js in ms.joint_states:
                 r = by_name[js.name]
                 js.position, js.velocity = doubles(r.position), doubles(r.velocity)
@@ -140,9 +159,13 @@ class JointStateFiller:
 
 
 # -- messages -> core ---------------------------------------------------------------
-def _pose_given(pose: Pose) -> bool:
-    o = pose.orientation
-    return (o.w, o.x, o.y, o.z) != (0.0, 0.0, 0.0, 0.0)
+#: JointState field -> (field_mask bit, core state key)
+_JOINT_FIELDS = (
+    ("position", ModelState.JOINT_POSITIONS, "dof_pos"),
+    ("velocity", ModelState.JOINT_VELOCITIES, "dof_vel"),
+    ("position_target", ModelState.POSITION_TARGETS, "dof_pos_target"),
+    ("velocity_target", ModelState.VELOCITY_TARGETS, "dof_vel_target"),
+)
 
 
 def world_to_states(handler, worlds: list[WorldState]) -> tuple[list[dict], list[int]]:
@@ -176,12 +199,20 @@ def world_to_states(handler, worlds: list[WorldState]) -> tuple[list[dict], list
                 )
             info = infos[ms.name]
             section = "robots" if info.kind == "robot" else "objects"
+            mask = ms.field_mask
+            if mask & ~ModelState.ALL:
+                raise StateValidationError(
+                    f"{section}.{ms.name}.field_mask",
+                    f"unknown bits {mask & ~ModelState.ALL:#x} (known: ModelState.ALL = "
+                    f"{ModelState.ALL:#x})",
+                )
             m: dict = state[section].setdefault(ms.name, {})
-            if info.free and _pose_given(ms.pose):
+            if info.free and mask & ModelState.POSE:
                 p, o = ms.pose.position, ms.pose.orientation
-                t = ms.twist
                 m["pos"] = [p.x, p.y, p.z]
                 m["rot"] = [o.w, o.x, o.y, o.z]
+            if info.free and mask & ModelState.TWIST:
+                t = ms.twist
                 m["vel"] = [t.linear.x, t.linear.y, t.linear.z]
                 m["ang_vel"] = [t.angular.x, t.angular.y, t.angular.z]
             joints: set[str] = set()
@@ -191,14 +222,9 @@ def world_to_states(handler, worlds: list[WorldState]) -> tuple[list[dict], list
                         f"{section}.{ms.name}.joint_states.{js.name}", "joint given twice"
                     )
                 joints.add(js.name)
-                for field, key in (
-                    ("position", "dof_pos"),
-                    ("velocity", "dof_vel"),
-                    ("position_target", "dof_pos_target"),
-                    ("velocity_target", "dof_vel_target"),
-                ):
+                for field, bit, key in _JOINT_FIELDS:
                     values = getattr(js, field)
-                    if len(values) == 0:
+                    if not mask & bit or len(values) == 0:
                         continue
                     if key.endswith("_target") and section != "robots":
                         raise StateValidationError(

@@ -21,6 +21,7 @@ import math
 import os
 import sys
 import textwrap
+from array import array
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable
 
@@ -76,6 +77,7 @@ class Param:
     low: float | int | None = None
     high: float | int | None = None
     choices: tuple[str, ...] | None = None
+    item: type = str  # element type of a list parameter (str or int); low/high bound each
     resolve: Callable[[Any], Any] | None = None  # start-up value -> attribute value
 
     @property
@@ -87,8 +89,9 @@ class Param:
         """The allowed values in words ('' when any value of the type is allowed)."""
         if self.choices:
             return "one of: " + ", ".join(self.choices)
+        each = "each " if self.kind is list else ""
         if self.low is not None and self.high is not None:
-            return f"in [{_num(self.low)}, {_num(self.high)}]"
+            return f"{each}in [{_num(self.low)}, {_num(self.high)}]"
         if self.low is not None:
             return f"at least {_num(self.low)}"
         return ""
@@ -112,8 +115,14 @@ class Param:
             if isinstance(value, bool) or not isinstance(value, int):
                 return f"must be an integer, got {type(value).__name__}"
         elif kind is list:
-            if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
-                return "must be a list of strings"
+            names = {str: "strings", int: "integers"}[self.item]
+            if not isinstance(value, (list, tuple, array)) or not all(
+                isinstance(v, self.item) and not isinstance(v, bool) for v in value
+            ):
+                return f"must be a list of {names}"
+            if self.low is not None and any(not self.low <= v <= self.high for v in value):
+                return f"must be a list with {self.constraint()}"
+            return None
         elif not isinstance(value, kind):
             return f"must be a {kind.__name__}, got {type(value).__name__}"
         if self.choices is not None and value not in self.choices:
@@ -220,6 +229,50 @@ class SimParameters:
         dynamic=True,
         low=1,
     )
+    markers: bool = _p(
+        True,
+        "publish ~/scene_markers: one rviz2 marker per visual geom, in its body's TF frame",
+        dynamic=True,
+    )
+    marker_groups: list[int] = _p(
+        [0, 1, 2],
+        "geom groups drawn in ~/scene_markers and in robot_description's visuals (MuJoCo's "
+        "viewer shows 0-2)",
+        dynamic=True,
+        low=0,
+        high=5,
+        item=int,
+    )
+    joint_command_topic: str = _p(
+        "/joint_command",
+        "sensor_msgs/JointState commands by joint name (the JointState-topic ros2_control "
+        "hardware interface): position, velocity or effort, routed to each joint's actuator",
+    )
+    actuation: str = _p(
+        "pd",
+        "law of motor-driven robot joints tracking position/velocity: 'pd', or 'stable_pd' "
+        "(Tan et al. 2011: stable at high gains)",
+        choices=("pd", "stable_pd"),
+    )
+    kp: list[str] = _p(
+        ["100"], "PD stiffness of motor-driven joints: a number for all and/or joint=number"
+    )
+    kd: list[str] = _p(
+        ["10"], "PD damping of motor-driven joints: a number for all and/or joint=number"
+    )
+    trajectory_action: str = _p(
+        "{robot}_controller/follow_joint_trajectory",
+        "control_msgs/FollowJointTrajectory action server per robot ({robot} = its name; "
+        "what MoveIt's simple controller manager calls); its trajectory topic is "
+        "~/joint_trajectory",
+    )
+    trajectory_rate: float = _p(
+        100.0,
+        "Hz (sim time) at which executed trajectories update the joint targets (the "
+        "controller's update rate)",
+        low=1.0,
+        high=100_000.0,
+    )
     sim_interfaces_namespace: str = _p(
         "~",
         "namespace of the simulation_interfaces (standard simulator API) services and "
@@ -250,6 +303,36 @@ class SimParameters:
         "most physics steps one ~/step call may ask for (the simulation is held meanwhile)",
         dynamic=True,
         low=1,
+    )
+    sensor_rate: float = _p(
+        100.0,
+        "Hz (wall clock) of ~/sensors and the per-device ~/sensors/<name> topics; "
+        "0 = after every physics batch",
+        dynamic=True,
+        low=0.0,
+        high=_RATE_MAX,
+    )
+    contact_rate: float = _p(
+        30.0, "Hz (wall clock) of ~/contacts and ~/contact_markers, only while subscribed", **_RATE
+    )
+    contact_marker_scale: float = _p(
+        0.01,
+        "length of a ~/contact_markers arrow per newton of contact force (m/N)",
+        low=0.0,
+        high=1e3,
+    )
+    range_min: float = _p(0.0, "min_range of every sensor_msgs/Range (m)", low=0.0, high=1e6)
+    range_max: float = _p(
+        100.0,
+        "max_range of every sensor_msgs/Range (m); farther hits are +inf (REP-117)",
+        low=1e-6,
+        high=1e6,
+    )
+    range_field_of_view: float = _p(
+        0.0,
+        "field_of_view of every sensor_msgs/Range (rad; a MuJoCo rangefinder is one ray)",
+        low=0.0,
+        high=6.3,
     )
 
 
@@ -288,11 +371,13 @@ def declare(node: Node) -> SimParameters:
         if problem:
             raise ValueError(f"parameter {p.name}={given!r}: {problem}")
         try:
-            if p.kind is list:
+            if p.kind is list and not p.default:  # an empty default has no type to infer
                 value = node.declare_parameter(
-                    p.name, Parameter.Type.STRING_ARRAY, p.descriptor()
+                    p.name, p.default or Parameter.Type.STRING_ARRAY, p.descriptor()
                 ).value
                 value = list(value or [])
+            elif p.kind is list:
+                value = list(node.declare_parameter(p.name, p.default, p.descriptor()).value)
             else:
                 value = node.declare_parameter(p.name, p.default, p.descriptor()).value
         except ParameterException as exc:
@@ -322,7 +407,7 @@ def _value_text(value: Any) -> str:
     if isinstance(value, (int, float)):
         return _num(value)
     if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(value) + "]"
+        return "[" + ", ".join(map(str, value)) + "]"
     return value if value else '""'
 
 

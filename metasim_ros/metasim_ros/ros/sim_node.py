@@ -22,13 +22,20 @@ from sensor_msgs.msg import JointState
 
 from metasim_ros.core.errors import RequestError
 from metasim_ros.core.sim.access import SimulationAccess
+from metasim_ros.core.sim.actuation import parse_gains
 from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.ros import parameters
 from metasim_ros.ros.camera_streamer import CameraStreamer
+from metasim_ros.ros.contact_topics import ContactTopics
 from metasim_ros.ros.conversions import targets_from_joint_state
+from metasim_ros.ros.joint_command import JointCommandSubscriber
+from metasim_ros.ros.rviz import RvizTopics
+from metasim_ros.ros.sensor_topics import SensorTopics
 from metasim_ros.ros.services import SimServices
 from metasim_ros.ros.sim_interfaces import SimInterfaces, quit_soon
 from metasim_ros.ros.streams import Streams
+from metasim_ros.ros.trajectory_server import TrajectoryServer
+from metasim_ros.ros.wrench_services import WrenchServices
 
 #: The physics thread releases the GIL inside every mj_step; with Python's default 5 ms
 #: switch interval it then waits behind any busy callback thread for up to that long.
@@ -50,6 +57,10 @@ class SimNode(Node):
             p.scene or None,
             num_envs=p.num_envs,
             robots=p.robots or None,
+            kp=parse_gains(p.kp, "kp"),
+            kd=parse_gains(p.kd, "kd"),
+            actuation=p.actuation,
+            trajectory_rate=p.trajectory_rate,
             camera_size=(p.camera_width, p.camera_height),
             fast_render=p.render_quality == "fast",
         )
@@ -60,9 +71,28 @@ class SimNode(Node):
         self.sim.pause(p.paused)
 
         self.streams = Streams(self, self.sim, p)  # also /tf_static, again after model changes
+        self.rviz = RvizTopics(self, self.sim, p)  # follows model changes itself
+        tree = self.streams.tree
+        sensors = SensorTopics(self, handler, tree, p)
+        self.streams.add(
+            "sensor_rate",
+            p.sensor_rate,
+            lambda h: h.sensor_readings(0),
+            sensors.publish,
+            lambda: sensors.count > 0,
+            sensors.follow,
+        )
+        contacts = ContactTopics(self, handler, tree, p)
+        self.streams.add(
+            "contact_rate",
+            p.contact_rate,
+            lambda h: h.contacts(0),
+            contacts.publish,
+            contacts.active,
+            contacts.follow,
+        )
 
         self.service_group = MutuallyExclusiveCallbackGroup()
-        self._robot_of_joint: tuple[int, dict[str, str]] = (-1, {})  # (model version, map)
         self.create_subscription(
             JointState,
             "~/joint_targets",
@@ -70,7 +100,10 @@ class SimNode(Node):
             10,
             callback_group=self.service_group,
         )
+        self.joint_command = JointCommandSubscriber(self, self.sim, p.joint_command_topic)
+        self.trajectory_server = TrajectoryServer(self, self.sim, p.trajectory_action)
         self.sim_services = SimServices(self, self.sim, p, self.service_group)
+        self.wrench_services = WrenchServices(self, self.sim, self.service_group)
         self.cameras = CameraStreamer(self, self.sim, p)
         self.quit = threading.Event()  # SetSimulationState QUITTING: main() ends the node
         self.sim_interfaces = SimInterfaces(
@@ -92,7 +125,8 @@ class SimNode(Node):
         self.get_logger().info(
             f"simulating {scene} ({models}), {h.num_envs} env(s), {state}; publishing "
             f"/clock, {self.resolve_topic_name('joint_states')}, "
-            f"{self.resolve_topic_name('~/world_state')}, /tf, cameras under "
+            f"{self.resolve_topic_name('~/world_state')}, /tf, "
+            f"{self.resolve_topic_name('~/scene_markers')}, cameras under "
             f"{self.get_fully_qualified_name()}/<camera>/ on "
             f"ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID', '0')}; "
             f"{parameters.startup_summary(p)}"
@@ -107,10 +141,7 @@ class SimNode(Node):
     def _on_joint_targets(self, msg: JointState) -> None:
         try:
             with self.sim.locked() as h:  # the robots of the current model
-                if self._robot_of_joint[0] != h.model_version:
-                    joints = {j: r.name for r in h.robots for j in r.joints}
-                    self._robot_of_joint = (h.model_version, joints)
-                targets = targets_from_joint_state(msg, self._robot_of_joint[1])
+                targets = targets_from_joint_state(msg, h.robot_of_joint)
                 h.set_states([targets] * h.num_envs)
         except RequestError as exc:
             self.get_logger().warning(f"~/joint_targets ignored: {exc}")
@@ -125,7 +156,9 @@ class SimNode(Node):
                 self.sim.pause(param.value)
             elif param.name == "on_divergence":
                 self.sim.on_divergence = param.value
-            elif param.name.endswith("_rate") and param.name != "camera_rate":
+            elif param.name in ("markers", "marker_groups"):
+                self.rviz.publish_markers(self.params)
+            elif param.name.endswith("_rate") and param.name in self.streams.names:
                 self.streams.set_rate(param.name, param.value)
 
 
@@ -144,7 +177,7 @@ def main(args: list[str] | None = None) -> int:
         print(f"sim_node: cannot start: {exc}", file=sys.stderr)
         rclpy.try_shutdown()
         return 1
-    executor = MultiThreadedExecutor(num_threads=3)
+    executor = MultiThreadedExecutor(num_threads=5)  # trajectory goals wait in theirs
     executor.add_node(node)
     try:
         node.start()

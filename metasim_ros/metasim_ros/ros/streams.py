@@ -7,8 +7,10 @@ of the physics loop): one short lock hold copies what every due topic needs, mes
 are filled and published after it. No lock hand-off between threads per publish, and
 the preallocated messages are only ever touched by this one thread.
 
-Adding a periodic topic: one `_Stream` entry here (read under the lock, publish after
-it) plus its rate parameter's declaration in parameters.py.
+Adding a periodic topic: one `_Stream` entry here, or `add()` from the part that owns
+it (read under the lock, publish after it), plus its rate parameter's declaration in
+parameters.py. A rate of 0 publishes after every physics batch. A stream with an
+`active` test (e.g. "someone subscribes") costs one call of it per period otherwise.
 """
 
 from __future__ import annotations
@@ -46,11 +48,22 @@ class _Stream:
     read: Callable[[MujocoHandler], Any]  # under the simulation lock: copy what is needed
     publish: Callable[[Any], None]  # after it: fill and publish
     due: float = 0.0
+    active: Callable[[], bool] | None = None  # None: always published
+
+
+def _period(hz: float) -> float:
+    return 1.0 / hz if hz > 0 else 0.0
 
 
 def read_world(h: MujocoHandler, env_id: int) -> tuple:
-    """(sim time, core state, joint readings) of one env; call with the simulation held."""
-    return h.sim_time(env_id), h.get_states([env_id], render=False)[0], h.joint_states(env_id)
+    """(sim time, core state, joint readings, link wrenches) of one env; call with the
+    simulation held."""
+    return (
+        h.sim_time(env_id),
+        h.get_states([env_id], render=False)[0],
+        h.joint_states(env_id),
+        h.link_wrenches(env_id),
+    )
 
 
 class _Layout:
@@ -114,12 +127,40 @@ class Streams:
             ),
         }
         self._next_due = 0.0  # earliest due time of any stream: the cheap test per tick
+        self._followers: list[Callable[[MujocoHandler, FrameTree], None]] = []
         sim.on_change(self.publish_all_soon)
         sim.loop.add_tick(self.tick)
 
+    def add(
+        self,
+        name: str,
+        hz: float,
+        read: Callable[[MujocoHandler], Any],
+        publish: Callable[[Any], None],
+        active: Callable[[], bool] | None = None,
+        follow: Callable[[MujocoHandler, FrameTree], None] | None = None,
+    ) -> None:
+        """Another periodic topic; `name` is its rate parameter (for `set_rate`).
+        `follow(handler, tree)` rebuilds what the topic derives from the model: it runs
+        under the lock, in the same hold as (and before) the first read of a new model."""
+        self._streams[name] = _Stream(_period(hz), read, publish, 0.0, active)
+        if follow is not None:
+            self._followers.append(follow)
+        self._next_due = 0.0
+
+    @property
+    def tree(self) -> FrameTree:
+        """The frame tree of the model the topics were last built for."""
+        return self._layout.tree
+
+    @property
+    def names(self) -> set[str]:
+        """Rate parameter names of the streams."""
+        return set(self._streams)
+
     def set_rate(self, name: str, hz: float) -> None:
-        """Change one topic's rate (a runtime parameter change)."""
-        self._streams[name].period = 1.0 / hz
+        """Change one topic's rate (a runtime parameter change; 0 = every batch)."""
+        self._streams[name].period = _period(hz)
         self._next_due = 0.0
 
     def publish_all_soon(self) -> None:
@@ -134,15 +175,22 @@ class Streams:
         if now < self._next_due:
             return
         due = [s for s in self._streams.values() if now >= s.due]
+        for s in due:
+            nxt = s.due + s.period
+            s.due = nxt if nxt > now else now + s.period  # no bursts to catch up after a stall
+        due = [s for s in due if s.active is None or s.active()]
+        if not due:  # the layout follows a new model at the next tick that reads
+            self._next_due = min(s.due for s in self._streams.values())
+            return
         rebuilt = False
         with self._sim.locked() as h:
             if h.model_version != self._layout.version:
                 self._layout, rebuilt = _Layout(h, self._prefix), True
+                for follow in self._followers:
+                    follow(h, self._layout.tree)
             readings = [s.read(h) for s in due]
         if rebuilt:
             self._static_pub.publish(self._layout.static_tf)
         for s, reading in zip(due, readings):
             s.publish(reading)
-            nxt = s.due + s.period
-            s.due = nxt if nxt > now else now + s.period  # no bursts to catch up after a stall
         self._next_due = min(s.due for s in self._streams.values())

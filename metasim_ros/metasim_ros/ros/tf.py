@@ -25,8 +25,8 @@ def _transform(parent: str, child: str) -> TransformStamped:
 
 
 def static_message(tree: FrameTree, sim_time: float) -> TFMessage:
-    """The /tf_static message: welded bodies and fixed cameras, stamped ``sim_time``."""
-    frames: list[Frame] = tree.static + tree.camera_static
+    """The /tf_static message: welded bodies, fixed cameras and sites, stamped ``sim_time``."""
+    frames: list[Frame] = tree.static + tree.camera_static + tree.site_static
     msg = TFMessage(transforms=[_transform(f.parent, f.child) for f in frames])
     now = stamp(sim_time)
     for t, f in zip(msg.transforms, frames):

@@ -68,7 +68,9 @@ def main() -> None:
         elif kind == "set":
             lid = rng.uniform(0.0, 1.5)
             box = ModelState(
-                name="box", joint_states=[MsJointState(name="box_joint", position=[lid])]
+                name="box",
+                field_mask=ModelState.JOINT_POSITIONS,
+                joint_states=[MsJointState(name="box_joint", position=[lid])],
             )
             res = call("SetStates", SetStates.Request(states=[WorldState(model_states=[box])]))
             ok = res.success

@@ -119,9 +119,10 @@ def model_msg(draw: st.DrawFn, scene: Scene, good: bool) -> ModelState:
     spec = scene.models.get(name)
     if spec is None:
         return ms
-    if draw(
-        st.booleans()
-    ):  # pose and twist given (a non-zero orientation); ignored for fixed bases
+    ms.field_mask = draw(
+        st.integers(0, ModelState.ALL) if good else st.integers(0, 2**32 - 1) | st.just(0)
+    )
+    if draw(st.booleans()):  # pose and twist filled in (they count only with their bits)
         if good:
             pos, q, vel, ang = (
                 draw(_floats(3, True)),
@@ -144,8 +145,6 @@ def model_msg(draw: st.DrawFn, scene: Scene, good: bool) -> ModelState:
             linear=Vector3(x=vel[0], y=vel[1], z=vel[2]),
             angular=Vector3(x=ang[0], y=ang[1], z=ang[2]),
         )
-    else:
-        ms.pose.orientation = Quaternion(w=0.0, x=0.0, y=0.0, z=0.0)  # "leave the pose"
     joints = (
         draw(st.lists(joint_msg(scene, name, good), max_size=4)) if spec.joints or not good else []
     )
@@ -180,24 +179,25 @@ def expected_request(scene: Scene, world: WorldState) -> dict:
     for ms in world.model_states:
         spec = scene.models[ms.name]
         entry = req.setdefault(spec.section, {}).setdefault(ms.name, {})
-        o = ms.pose.orientation
-        if spec.free and (o.w, o.x, o.y, o.z) != (0.0, 0.0, 0.0, 0.0):
-            p, t = ms.pose.position, ms.twist
+        o, mask = ms.pose.orientation, ms.field_mask
+        if spec.free and mask & ModelState.POSE:
+            p = ms.pose.position
+            entry.update(pos=[p.x, p.y, p.z], rot=[o.w, o.x, o.y, o.z])
+        if spec.free and mask & ModelState.TWIST:
+            t = ms.twist
             entry.update(
-                pos=[p.x, p.y, p.z],
-                rot=[o.w, o.x, o.y, o.z],
                 vel=[t.linear.x, t.linear.y, t.linear.z],
                 ang_vel=[t.angular.x, t.angular.y, t.angular.z],
             )
         for js in ms.joint_states:
-            for field, key in (
-                ("position", "dof_pos"),
-                ("velocity", "dof_vel"),
-                ("position_target", "dof_pos_target"),
-                ("velocity_target", "dof_vel_target"),
+            for field, bit, key in (
+                ("position", ModelState.JOINT_POSITIONS, "dof_pos"),
+                ("velocity", ModelState.JOINT_VELOCITIES, "dof_vel"),
+                ("position_target", ModelState.POSITION_TARGETS, "dof_pos_target"),
+                ("velocity_target", ModelState.VELOCITY_TARGETS, "dof_vel_target"),
             ):
                 values = list(getattr(js, field))
-                if values:
+                if values and mask & bit:
                     entry.setdefault(key, {})[js.name] = values[0] if len(values) == 1 else values
     return req
 
@@ -262,6 +262,7 @@ def test_arbitrary_world_states_never_escape(scene_name, data):
         ("joint_twice", "robots.franka.joint_states.panda_joint1"),
         ("frame", "models.cube.reference_frame"),
         ("unknown_model", "models.mug"),
+        ("unknown_bit", "objects.cube.field_mask"),
         ("object_target", "objects.box.dof_pos_target.box_joint"),
         ("nan_position", "robots.franka.dof_pos.panda_joint1"),
         ("control", None),
@@ -271,7 +272,9 @@ def test_refusals_name_the_entry(case, key):
     scene = scene_of("default")
     h = scene.handler
     franka = ModelState(
-        name="franka", joint_states=[MsJointState(name="panda_joint1", position=[0.1])]
+        name="franka",
+        field_mask=ModelState.ALL,
+        joint_states=[MsJointState(name="panda_joint1", position=[0.1])],
     )
     worlds = {
         "env_twice": [WorldState(env_id=0), WorldState(env_id=0)],
@@ -294,11 +297,13 @@ def test_refusals_name_the_entry(case, key):
         ],
         "frame": [WorldState(model_states=[ModelState(name="cube", reference_frame="map")])],
         "unknown_model": [WorldState(model_states=[ModelState(name="mug")])],
+        "unknown_bit": [WorldState(model_states=[ModelState(name="cube", field_mask=1 << 20)])],
         "object_target": [
             WorldState(
                 model_states=[
                     ModelState(
                         name="box",
+                        field_mask=ModelState.TARGETS,
                         joint_states=[MsJointState(name="box_joint", position_target=[0.1])],
                     )
                 ]
@@ -309,6 +314,7 @@ def test_refusals_name_the_entry(case, key):
                 model_states=[
                     ModelState(
                         name="franka",
+                        field_mask=ModelState.JOINT_POSITIONS,
                         joint_states=[MsJointState(name="panda_joint1", position=[math.nan])],
                     )
                 ]
@@ -336,7 +342,8 @@ def test_published_world_state_round_trips(scene_name, data):
     states = h.get_states(render=False)
     filler = WorldStateFiller(h)
     published = [
-        filler.fill(e, h.sim_time(e), states[e], h.joint_states(e)) for e in range(NUM_ENVS)
+        filler.fill(e, h.sim_time(e), states[e], h.joint_states(e), h.link_wrenches(e))
+        for e in range(NUM_ENVS)
     ]
     from rclpy.serialization import deserialize_message, serialize_message
 

@@ -39,7 +39,11 @@ def joint(states: list[WorldState], model: str, name: str) -> MsJointState:
 
 
 def set_lid(client, angle: float) -> SetStates.Response:
-    box = ModelState(name="box", joint_states=[MsJointState(name="box_joint", position=[angle])])
+    box = ModelState(
+        name="box",
+        field_mask=ModelState.JOINT_POSITIONS,
+        joint_states=[MsJointState(name="box_joint", position=[angle])],
+    )
     return client.call(
         SetStates, f"{NODE}/set_states", SetStates.Request(states=[WorldState(model_states=[box])])
     )
@@ -177,16 +181,18 @@ def bad_requests() -> dict[str, tuple[WorldState, str]]:
     def world(*models, env_id=0):
         return WorldState(env_id=env_id, model_states=list(models))
 
-    nan_cube = ModelState(name="cube")
+    nan_cube = ModelState(name="cube", field_mask=ModelState.POSE)
     nan_cube.pose.position.x = float("nan")
-    skew_cube = ModelState(name="cube")
+    skew_cube = ModelState(name="cube", field_mask=ModelState.POSE)
     skew_cube.pose.orientation.w = 2.0
     return {
         "unknown model": (world(ModelState(name="ghost")), "ghost"),
         "unknown joint": (
             world(
                 ModelState(
-                    name="franka", joint_states=[MsJointState(name="panda_joint9", position=[0.0])]
+                    name="franka",
+                    field_mask=ModelState.JOINT_POSITIONS,
+                    joint_states=[MsJointState(name="panda_joint9", position=[0.0])],
                 )
             ),
             "panda_joint9",
@@ -197,6 +203,7 @@ def bad_requests() -> dict[str, tuple[WorldState, str]]:
             world(
                 ModelState(
                     name="box",
+                    field_mask=ModelState.JOINT_POSITIONS,
                     joint_states=[
                         MsJointState(name="box_joint", type=MsJointState.HINGE, position=[0.1, 0.2])
                     ],
@@ -224,7 +231,7 @@ BLOW_UP_CUBE = (9e9, 9e9, 0.0)  # finite angular velocity that makes MuJoCo's qa
 
 def blow_up(client) -> SetStates.Response:
     t = Truth(default_scene_path())
-    cube = ModelState(name="cube")
+    cube = ModelState(name="cube", field_mask=ModelState.POSE | ModelState.TWIST)
     cube.pose.position.x, cube.pose.position.y, cube.pose.position.z = t.body_pose("cube")[0]
     cube.pose.orientation.w = 1.0
     cube.twist.angular.x, cube.twist.angular.y, cube.twist.angular.z = BLOW_UP_CUBE

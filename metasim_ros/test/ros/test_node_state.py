@@ -44,6 +44,7 @@ LATCHED = QoSProfile(
 def request() -> SetStates.Request:
     franka = ModelState(
         name="franka",
+        field_mask=ModelState.JOINT_POSITIONS | ModelState.JOINT_VELOCITIES,
         joint_states=[
             MsJointState(
                 name=n,
@@ -54,15 +55,17 @@ def request() -> SetStates.Request:
             for n, v in ARM.items()
         ],
     )
-    franka.pose.orientation.w = 0.0  # "leave the pose" (it is fixed anyway)
-    cube = ModelState(name="cube")
+    cube = ModelState(name="cube", field_mask=ModelState.POSE | ModelState.TWIST)
     cube.pose.position.x, cube.pose.position.y, cube.pose.position.z = CUBE_POS
     o = cube.pose.orientation
     o.w, o.x, o.y, o.z = CUBE_QUAT
     cube.twist.linear.x, cube.twist.linear.y, cube.twist.linear.z = CUBE_LIN
     cube.twist.angular.x, cube.twist.angular.y, cube.twist.angular.z = CUBE_ANG
-    box = ModelState(name="box", joint_states=[MsJointState(name="box_joint", position=[LID])])
-    box.pose.orientation.w = 0.0
+    box = ModelState(
+        name="box",
+        field_mask=ModelState.JOINT_POSITIONS,
+        joint_states=[MsJointState(name="box_joint", position=[LID])],
+    )
     return SetStates.Request(states=[WorldState(env_id=0, model_states=[franka, cube, box])])
 
 
@@ -197,6 +200,7 @@ def test_roundtrip_with_ball_joints_and_free_objects(start_node, client, snapsho
     hip = [math.cos(0.4), math.sin(0.4) * 0.6, 0.0, math.sin(0.4) * 0.8]
     walker = ModelState(
         name="walker",
+        field_mask=ModelState.ALL,
         joint_states=[
             MsJointState(
                 name="hip", type=MsJointState.BALL, position=hip, velocity=[0.3, -0.2, 0.1]
@@ -220,3 +224,51 @@ def test_roundtrip_with_ball_joints_and_free_objects(start_node, client, snapsho
     res = client.call(SetStates, "/sim_node/set_states", SetStates.Request(states=first))
     assert res.success, res.message
     assert client.call(GetStates, "/sim_node/get_states", GetStates.Request()).states == first
+
+
+def test_default_built_model_state_sets_only_its_masked_fields(start_node, client, snapshot_dir):
+    """A free-floating robot's knee set through an otherwise default ModelState (pose at
+    the origin, w=1): the knee changes, nothing else does, bit for bit; mask 0 sets nothing."""
+    start_node(
+        {"scene": ARTICULATED, "paused": True, "snapshot_dir": str(snapshot_dir)}
+    ).wait_serving(client)
+
+    def get() -> list[WorldState]:
+        return client.call(GetStates, "/sim_node/get_states", GetStates.Request()).states
+
+    def set_knee(mask: int, value: float) -> None:
+        walker = ModelState(
+            name="walker",
+            field_mask=mask,
+            joint_states=[MsJointState(name="knee", position=[value], velocity=[3.0])],
+        )
+        req = SetStates.Request(states=[WorldState(model_states=[walker])])
+        res = client.call(SetStates, "/sim_node/set_states", req)
+        assert res.success, res.message
+
+    before = get()
+    assert all(m.field_mask == ModelState.ALL for m in before[0].model_states)
+    set_knee(0, 0.9)
+    assert get() == before
+    set_knee(ModelState.JOINT_POSITIONS, 0.9)
+    after = get()
+    walker_before, walker_after = (
+        next(m for m in s[0].model_states if m.name == "walker") for s in (before, after)
+    )
+    assert walker_after.pose == walker_before.pose and walker_after.twist == walker_before.twist
+    for jb, ja in zip(walker_before.joint_states, walker_after.joint_states):
+        if ja.name == "knee":
+            assert list(ja.position) == [0.9] and list(ja.velocity) == list(jb.velocity)
+        else:
+            assert (ja.position, ja.velocity) == (jb.position, jb.velocity), ja.name
+    # the truth: MuJoCo with only the knee moved gives the same link poses
+    t = Truth(ARTICULATED)
+    t.set_joint("knee", 0.9)
+    t.forward()
+    for link in walker_after.link_states:
+        pos, quat = t.body_pose(link.name)
+        p, o = link.pose.position, link.pose.orientation
+        assert np.allclose([p.x, p.y, p.z], pos, atol=1e-12), link.name
+        assert same_rotation([o.w, o.x, o.y, o.z], quat, atol=1e-12), link.name
+    others = [m for m in after[0].model_states if m.name != "walker"]
+    assert others == [m for m in before[0].model_states if m.name != "walker"]

@@ -44,7 +44,7 @@ def test_the_table_is_the_dataclass():
     defaults = decl.SimParameters()
     for p, f in zip(decl.PARAMS, fields(decl.SimParameters)):
         assert getattr(defaults, p.name) == p.default
-        assert f.type == ("list[str]" if p.kind is list else p.kind.__name__), p.name
+        assert f.type == (f"list[{p.item.__name__}]" if p.kind is list else p.kind.__name__), p.name
     assert decl.DYNAMIC == {p.name for p in decl.PARAMS if p.dynamic}
     assert {"real_time_factor", "paused", "clock_rate", "step_limit"} <= decl.DYNAMIC
     assert {"scene", "num_envs", "camera_width", "snapshot_dir"}.isdisjoint(decl.DYNAMIC)
@@ -213,3 +213,10 @@ def test_startup_int_for_float_and_snapshot_dir(ros_context):
         )
     finally:
         node.destroy_node()
+
+
+def test_integer_list_parameters_check_each_item():
+    assert _accepted("marker_groups", [0, 5]) and _accepted("marker_groups", [])
+    assert "each in [0, 5]" in _refusal("marker_groups", [1, 6])
+    assert "integers" in _refusal("marker_groups", ["1"])
+    assert "integers" in _refusal("marker_groups", [True])

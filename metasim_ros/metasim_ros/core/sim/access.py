@@ -74,6 +74,32 @@ class SimulationAccess:
         self.changed()
         return result
 
+    def follow_model(
+        self, take: Callable[[MujocoHandler], T], build: Callable[[T], None]
+    ) -> Callable[[], None]:
+        """For a part with no thread of its own that derives something from the model:
+        whenever the model version is new (now, and after every change a request makes)
+        `take` runs under the lock and `build` with its result after it, in the thread of
+        that request; one follow at a time. Returns the follow function."""
+        version = -1
+        mutex = threading.Lock()
+
+        def follow() -> None:
+            nonlocal version
+            if self.handler.model_version == version:  # the cheap test after every request
+                return
+            with mutex:
+                with self.locked() as h:
+                    if h.model_version == version:
+                        return
+                    version = h.model_version
+                    taken = take(h)
+                build(taken)
+
+        follow()
+        self.on_change(follow)
+        return follow
+
     def on_change(self, callback: Callable[[], None]) -> None:
         """Call `callback` whenever a request changed the state (publishers refresh)."""
         self._on_change.append(callback)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import copy
 import numbers
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -24,10 +24,16 @@ from metasim_ros.core.scene.entities import (
     remove_entity,
 )
 from metasim_ros.core.scene.loading import ModelInfo
+from metasim_ros.core.sensors import SensorReadings, SensorTable
+from metasim_ros.core.sim.actuation import Actuation, Gains
+from metasim_ros.core.sim.trajectory import INVALID_GOAL, TrajectoryRunner
+from metasim_ros.core.sim.wrenches import AppliedWrenches
+from metasim_ros.core.state.commands import JointCommand, apply_commands, plan_commands
+from metasim_ros.core.state.forces import ContactReadings, link_wrenches, read_contacts
 from metasim_ros.core.state.joints import JointReader, JointReading
 from metasim_ros.core.state.reader import StateReader
 from metasim_ros.core.state.schema import Action, State
-from metasim_ros.core.state.targets import JointTargets
+from metasim_ros.core.state.targets import POSITION, JointTargets
 from metasim_ros.core.state.writer import Plan, StateWriter
 
 #: The complete physics state: what a snapshot stores and a capture holds.
@@ -53,12 +59,15 @@ _UNSTABLE_TEXT = (
 @dataclass
 class PhysicsState:
     """One env's complete physics state: mjSTATE_INTEGRATION (time, qpos, qvel, act,
-    warm start, ctrl, applied forces, mocap, user and plugin data) and the joint
-    targets, which MuJoCo has no place for. Targets may be None (keep the current)."""
+    warm start, ctrl, applied forces, mocap, user and plugin data), and what MuJoCo has
+    no place for: the joint targets and the sim times at which applied wrenches end.
+    Targets may be None (keep the current); wrench_until None means no wrench ends (those
+    in xfrc_applied stay until cleared)."""
 
     integration: np.ndarray
     pos_target: np.ndarray | None = None
     vel_target: np.ndarray | None = None
+    wrench_until: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -100,15 +109,19 @@ class MujocoHandler:
         num_envs: int = 1,
         robots: list[str] | None = None,
         *,
-        kp: float = 100.0,
-        kd: float = 10.0,
+        kp: Gains = 100.0,
+        kd: Gains = 10.0,
+        actuation: str = "pd",
+        trajectory_rate: float = 100.0,
         camera_size: tuple[int, int] | None = None,
         fast_render: bool = True,
         derived_tolerance: float = 1e-6,
     ) -> None:
         """scene: MJCF/URDF path, MJCF text, or None for the embedded default scene.
 
-        kp, kd: PD gains for robot joints driven by motors. camera_size: (width, height)
+        kp, kd: PD gains for robot joints driven by motors, one value or {joint: value,
+        "*": default}; actuation: their law, "pd" or "stable_pd". trajectory_rate: Hz
+        (sim time) at which executed trajectories update the targets. camera_size: (width, height)
         for every camera (default: the camera's `resolution`, else the offscreen size).
         fast_render: no shadows/MSAA. derived_tolerance: how far a read-only value given
         to set_states may be from the value the joints produce.
@@ -120,6 +133,8 @@ class MujocoHandler:
         self._spec = loaded.spec
         self._robot_names = robots
         self._gains = (kp, kd)
+        self._actuation_law = actuation
+        self._trajectory_rate = trajectory_rate
         self._camera_size = camera_size
         self._fast_render = fast_render
         self._derived_tolerance = derived_tolerance
@@ -179,7 +194,12 @@ class MujocoHandler:
         targets), as a copy that can be serialised without holding the simulation."""
         row = np.empty(self._state_size)
         mujoco.mj_getState(self._model, self._datas[env_id], row, INTEGRATION_STATE)
-        return PhysicsState(row, self._targets.pos[env_id].copy(), self._targets.vel[env_id].copy())
+        return PhysicsState(
+            row,
+            self._targets.pos[env_id].copy(),
+            self._targets.vel[env_id].copy(),
+            self._wrenches.get(env_id),
+        )
 
     def restore(self, env_id: int, state: PhysicsState) -> None:
         """Put a captured state back; the env then continues bit-identically to the
@@ -190,10 +210,15 @@ class MujocoHandler:
                 f"expected {self._state_size} values, got {state.integration.shape}",
             )
         with self.editing(env_id) as data:
-            if state.pos_target is not None:
-                self._targets.pos[env_id] = state.pos_target
-                self._targets.vel[env_id] = state.vel_target
+            if state.pos_target is not None:  # targets: the joints track them again
+                t = self._targets
+                t.pos[env_id] = state.pos_target
+                t.vel[env_id] = state.vel_target
+                t.effort[env_id] = 0.0
+                t.mode[env_id] = POSITION
+                t.modes_changed(env_id)
             mujoco.mj_setState(self._model, data, state.integration, INTEGRATION_STATE)
+            self._wrenches.put(env_id, state.wrench_until)
 
     @contextmanager
     def transaction(self, env_ids: Sequence[int] | None = None) -> Iterator[Transaction]:
@@ -216,17 +241,31 @@ class MujocoHandler:
 
     def _adopt(self, m: mujoco.MjModel, xml: str | None, datas: list[mujoco.MjData]) -> None:
         """Build everything that depends on the model (at start-up and after an edit)."""
+        first = self.model_version == 0
         self.model_version += 1
         self._model = m
         self._xml = xml
         self._datas = datas
+        num_envs = len(datas)
         self.models: list[ModelInfo] = scene_mod.find_models(m, self._robot_names)
         self.robots: list[ModelInfo] = [i for i in self.models if i.kind == "robot"]
+        #: the robot each robot joint belongs to
+        self.robot_of_joint = {j: r.name for r in self.robots for j in r.joints}
         self.body_names = scene_mod.names(m, mujoco.mjtObj.mjOBJ_BODY, m.nbody)
         self.joint_names = scene_mod.names(m, mujoco.mjtObj.mjOBJ_JOINT, m.njnt)
         self.cameras = scene_mod.names(m, mujoco.mjtObj.mjOBJ_CAMERA, m.ncam)
         self._key = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_KEY, INITIAL_KEYFRAME)
-        self._targets = JointTargets(m, self.robots, len(datas), *self._gains)
+        self._targets = JointTargets(m, self.robots, num_envs)
+        robot_joints = list(self.robot_of_joint)
+        self._actuation = Actuation(
+            m, self._targets, robot_joints, *self._gains, self._actuation_law, strict=first
+        )
+        rate = self._trajectory_rate
+        period = round(1.0 / (rate * m.opt.timestep)) if rate > 0 else 1
+        #: trajectories being executed (core.sim.trajectory), advanced by step()
+        self.trajectories = TrajectoryRunner(
+            m, self._targets, {r.name: list(r.joints) for r in self.robots}, period
+        )
         self._camera_poses = CameraPoses(m, self._camera_size)
         if self._renderer is not None:
             self._renderer.close()
@@ -238,13 +277,17 @@ class MujocoHandler:
             m, self._reader, self._targets, self.cameras, self._derived_tolerance
         )
         self._joints = JointReader(m, self.joint_names, self._targets)
-        self._stale = [True] * len(datas)  # changed since derived quantities were computed
+        self.sensors = SensorTable(m, self.models)
+        self._wrenches = AppliedWrenches(m, num_envs)
+        self._stale = [True] * num_envs  # changed since derived quantities were computed
         self._state_size = int(mujoco.mj_stateSize(m, INTEGRATION_STATE))
 
     def edit_model(self, edit: Callable[[mujoco.MjSpec], None]) -> None:
         """Change the model (spawn, delete, ...) with `edit` on a copy of its MjSpec, then
         recompile; every env's state (time, joints, velocities, contacts' warm start,
-        actuators) carries over for what both models hold, and joint targets by name.
+        actuators, applied forces) carries over for what both models hold, and by name:
+        joint targets, efforts and command modes, the end times of applied wrenches, and
+        the trajectories of robots still there (those of a deleted robot are aborted).
         On any error nothing changes: the spec, model and envs stay as they were."""
         spec = self._spec.copy()
         edit(spec)
@@ -252,10 +295,13 @@ class MujocoHandler:
             compiled = [spec.recompile(self._model, d) for d in self._datas]
         except ValueError as exc:  # MuJoCo's compile errors
             raise SceneError(f"the edited model does not compile: {exc}") from None
-        before = self._targets.snapshot_by_name()
+        targets, ends = self._targets.by_name(), self._wrenches.ends_by_body()
+        trajectories = self.trajectories
         self._spec = spec
         self._adopt(compiled[0][0], None, [d for _, d in compiled])
-        self._targets.carry_over(before, self._datas)
+        self._targets.carry_over(targets, self._datas)
+        self._wrenches.carry_over(ends)
+        self.trajectories.carry_over(trajectories)
 
     def replace_scene(self, scene: str | None, robots: list[str] | None = None) -> None:
         """Simulate another scene (a path, MJCF text, or None for the embedded default) in
@@ -267,6 +313,7 @@ class MujocoHandler:
         self.spawned = {}
         self.scene_path = loaded.path
         self._spec = loaded.spec
+        self.trajectories.abort_all(INVALID_GOAL, "aborted: another world was loaded")
         self._adopt(
             loaded.model, loaded.xml, [mujoco.MjData(loaded.model) for _ in range(self.num_envs)]
         )
@@ -360,10 +407,60 @@ class MujocoHandler:
         self._sync(ids)
         for e in ids:
             state = self._reader.read(e)
+            self._add_sensors(e, state)
             if render:
                 self._render(self._datas[e], state)
             states.append(state)
         return states
+
+    def _add_sensors(self, env_id: int, state: State) -> None:
+        """The read-only `sensors` entry of every model that has sensors."""
+        if not self.sensors.by_model:
+            return
+        sensordata = self._datas[env_id].sensordata
+        for section in ("objects", "robots"):
+            for name, entry in state[section].items():
+                sensors = self.sensors.model_entry(name, sensordata)
+                if sensors is not None:
+                    entry["sensors"] = sensors
+
+    def sensor_readings(self, env_id: int = 0) -> SensorReadings:
+        """Every sensor of one env, as MuJoCo computes them for its current state (a
+        copy of sensordata, split by `handler.sensors`)."""
+        data = self.synced_data(env_id)
+        return SensorReadings(float(data.time), data.sensordata.copy(), self.sensors)
+
+    def link_wrenches(self, env_id: int = 0) -> np.ndarray:
+        """[nbody, 6] net external wrench (force, torque) on every body of one env, world
+        frame, torque about the body origin (see core.state.forces)."""
+        return link_wrenches(self._model, self.synced_data(env_id))
+
+    def contacts(self, env_id: int = 0) -> ContactReadings:
+        """Every active contact of one env with its force (mj_contactForce)."""
+        return read_contacts(self._model, self.synced_data(env_id))
+
+    def apply_wrench(
+        self,
+        env_id: int,
+        body: str,
+        force: Any,
+        torque: Any,
+        point: Any,
+        duration: float,
+    ) -> str:
+        """Apply `force` at world `point` plus `torque` to `body` for `duration` sim seconds
+        (0 = until cleared), replacing the body's previous wrench; see core.sim.wrenches.
+        Raises WrenchError (nothing changed) for bad input."""
+        e = self._env_ids([env_id])[0]
+        self._sync((e,))  # the wrench moves to the centre of mass: xipos must be current
+        with self.editing(e) as data:
+            return self._wrenches.apply(e, data, body, force, torque, point, duration)
+
+    def clear_wrenches(self, env_ids: Sequence[int] | None = None) -> None:
+        """Remove every applied wrench of the envs (default: all)."""
+        for e in self._env_ids(env_ids):
+            with self.editing(e) as data:
+                self._wrenches.clear(e, data)
 
     def _render(self, data: mujoco.MjData, state: State) -> None:
         if not self.cameras:
@@ -418,16 +515,58 @@ class MujocoHandler:
         if actions is not None:
             for plan in self._plans(actions, None, "actions", action=True):
                 self._writer.apply_targets(plan)
-        m, pd, step = self._model, self._targets.has_pd, mujoco.mj_step
+        runner, left = self.trajectories, n
+        while left > 0:  # controller updates fall between physics steps, in sim time
+            k = left
+            if runner.active:
+                if runner.countdown <= 0:
+                    runner.update(self._datas)
+                    runner.countdown = runner.period
+                k = min(left, runner.countdown)
+                runner.countdown -= k
+            self._advance(k)
+            left -= k
+
+    def _advance(self, n: int) -> None:
+        """n physics steps of every env, with the actuation laws before each, in runs
+        that end exactly where an applied wrench ends."""
+        wrenches = self._wrenches
         for e, d in enumerate(self._datas):
-            if pd:
-                for _ in range(n):
-                    self._targets.apply_pd(e, d)
-                    step(m, d)
-            else:
-                for _ in range(n):
-                    step(m, d)
+            left = n
+            while left > 0:
+                wrenches.expire(e, d)
+                k = wrenches.steps_before_end(e, d.time, left)
+                self._advance_env(e, d, k)
+                left -= k
+            wrenches.expire(e, d)
             self._stale[e] = self._stale[e] or n > 0
+
+    def _advance_env(self, e: int, d: mujoco.MjData, n: int) -> None:
+        """n physics steps of env e with its actuation law before each."""
+        m, act, step = self._model, self._actuation, mujoco.mj_step
+        if not act.busy(e):
+            for _ in range(n):
+                step(m, d)
+        elif act.split:
+            for _ in range(n):
+                mujoco.mj_step1(m, d)
+                act.apply(e, d)
+                mujoco.mj_step2(m, d)
+        else:
+            for _ in range(n):
+                act.apply(e, d)
+                step(m, d)
+
+    def command(
+        self, commands: Mapping[str, JointCommand], env_ids: Sequence[int] | None = None
+    ) -> None:
+        """Joint commands by name, routed to what drives each joint (core.state.commands);
+        they persist. Validated first: a refused command changes nothing."""
+        ids = self._env_ids(env_ids)
+        plan = plan_commands(self._targets, commands)
+        for e in ids:
+            with self.editing(e) as data:
+                apply_commands(self._targets, e, data, plan)
 
     def divergence(self) -> dict[int, str]:
         """Environments whose physics blew up since the last call: {env: what MuJoCo saw}.
@@ -459,8 +598,9 @@ class MujocoHandler:
     ) -> None:
         """Envs (default: all) back to the initial state ('home' keyframe, else the
         model's defaults) with targets holding it, then `init_states` (one per env
-        reset) through set_states."""
+        reset) through set_states. Trajectories being executed are aborted."""
         ids = self._env_ids(env_ids)
+        self.trajectories.abort_all(INVALID_GOAL, "aborted: the simulation was reset")
         for e in ids:
             d = self._datas[e]
             if self._key >= 0:
@@ -468,6 +608,7 @@ class MujocoHandler:
             else:
                 mujoco.mj_resetData(self._model, d)
             self._targets.hold(e, d)
+            self._wrenches.put(e, None)  # the reset zeroed xfrc_applied
             mujoco.mj_forward(self._model, d)
             self._stale[e] = False
         if init_states is not None:
@@ -484,20 +625,24 @@ class MujocoHandler:
         self._sync((e,))
         return self._joints.read(self._datas[e], e, reference)
 
-    def _backup(self, env_id: int) -> tuple[mujoco.MjData, np.ndarray, np.ndarray, bool]:
+    def _backup(self, env_id: int) -> tuple:
+        t = self._targets
         return (
             copy.copy(self._datas[env_id]),
-            self._targets.pos[env_id].copy(),
-            self._targets.vel[env_id].copy(),
+            [a[env_id].copy() for a in (t.pos, t.vel, t.effort, t.mode, t.balls.pos, t.balls.vel)],
             self._stale[env_id],
+            self._wrenches.get(env_id),
         )
 
     def _put_back(self, env_id: int, backup: tuple) -> None:
-        data, pos, vel, stale = backup
+        data, arrays, stale, wrench_until = backup
         mujoco.mj_copyData(self._datas[env_id], self._model, data)
-        self._targets.pos[env_id] = pos
-        self._targets.vel[env_id] = vel
+        t = self._targets
+        for dest, saved in zip((t.pos, t.vel, t.effort, t.mode, t.balls.pos, t.balls.vel), arrays):
+            dest[env_id] = saved
+        t.modes_changed(env_id)
         self._stale[env_id] = stale
+        self._wrenches.put(env_id, wrench_until)
 
     def close(self) -> None:
         """Release the GL context (if any camera was rendered)."""

@@ -10,6 +10,8 @@ Layout (every ``[T, ...]`` dataset holds one row per state; T = 1 for a single s
     /model/xml                 the scene MJCF text (scalar UTF-8 string)
     /model/joint_names, joint_types, body_names, actuator_names       (model signature, readable)
     /envs/env_<i>/integration_state   [T, state_size] float64, chunked by rows: mjSTATE_INTEGRATION
+    /envs/env_<i>/wrench_remaining    [1, nbody] sim seconds left of each body's applied wrench
+                                      (0 = none ends); single states only (optional)
     /envs/env_<i>/state/...           the MetaSim state tree (objects/robots/cameras, render off),
                                       each leaf stacked to [T, *leaf_shape]; names escaped with
                                       ``encode_key`` ('/' -> %2F)
@@ -34,6 +36,7 @@ from tqdm import tqdm
 
 from metasim_ros.core.atomic import atomic_path
 from metasim_ros.core.sim.handler import INTEGRATION_STATE
+from metasim_ros.core.sim.wrenches import remaining_durations
 from metasim_ros.core.snapshot.io import (
     SnapshotError,
     encode_key,
@@ -128,6 +131,14 @@ def write_snapshot(
                     "integration_state", data=current[e], chunks=_chunks(current[e].shape)
                 )
                 _write_tree(eg.create_group("state"), trees[e])
+                if rows is None:  # when applied wrenches end: MuJoCo's state has no place
+                    physics = handler.capture(e)
+                    eg.create_dataset(
+                        "wrench_remaining",
+                        data=remaining_durations(physics.wrench_until, physics.integration[0])[
+                            None, :
+                        ],
+                    )
 
 
 def _chunks(shape: tuple[int, ...]) -> tuple[int, ...] | None:
@@ -156,7 +167,11 @@ def _trees(handler: Simulation, env_id: int, rows: np.ndarray | None, progress: 
         ):
             if row is not None:
                 handler.restore(env_id, PhysicsState(row))
-            out.append(handler.get_states([env_id], render=False)[0])
+            state = handler.get_states([env_id], render=False)[0]
+            for section in ("objects", "robots"):  # sensors are outputs, not state
+                for entry in state[section].values():
+                    entry.pop("sensors", None)
+            out.append(state)
         tx.rollback()
     return out
 

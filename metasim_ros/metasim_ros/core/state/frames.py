@@ -6,6 +6,10 @@ A body without joints is welded to its parent: its pose relative to the parent i
 model's body_pos/body_quat, constant, published once (/tf_static). Bodies with joints
 move relative to their parent; their relative poses are computed for all of them at
 once from xpos/xquat.
+
+Sites are fixed to their body: each is a static frame under it, named like cameras by
+its own name (with the prefix), or `<body>/<site>` when the site is unnamed or its name
+is already a body or camera frame.
 """
 
 from __future__ import annotations
@@ -73,6 +77,8 @@ class FrameTree:
         self, model: mujoco.MjModel, body_names: list[str], prefix: str = "", world: str = "world"
     ) -> None:
         name = lambda b: prefix + (world if b == 0 else body_names[b])  # noqa: E731
+        #: TF frame of every body, by body id (the world's is `world`).
+        self.body_frames = [name(b) for b in range(model.nbody)]
         moving = [b for b in range(1, model.nbody) if model.body_jntnum[b] > 0]
         welded = [b for b in range(1, model.nbody) if model.body_jntnum[b] == 0]
         self.static: list[Frame] = [
@@ -112,6 +118,25 @@ class FrameTree:
             )
         self.camera_names = [prefix + model.camera(c).name for c in range(model.ncam)]
         self.world = prefix + world
+        taken = {name(b) for b in range(model.nbody)} | set(self.camera_names)
+        #: TF frame of every site, by site id
+        self.site_names: list[str] = []
+        for s in range(model.nsite):
+            b, own = int(model.site_bodyid[s]), model.site(s).name
+            frame = prefix + own if own else ""
+            if not own or frame in taken:
+                frame = f"{name(b)}/{own or f'site{s}'}"
+            taken.add(frame)
+            self.site_names.append(frame)
+        self.site_static: list[Frame] = [
+            Frame(
+                name(int(model.site_bodyid[s])),
+                self.site_names[s],
+                model.site_pos[s].copy(),
+                model.site_quat[s].copy(),
+            )
+            for s in range(model.nsite)
+        ]
 
     def dynamic(self, data: mujoco.MjData) -> tuple[np.ndarray, np.ndarray]:
         """Poses (pos [n,3], quat [n,4]) of every moving body relative to its parent."""

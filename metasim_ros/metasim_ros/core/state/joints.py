@@ -195,8 +195,11 @@ class JointReader:
         out = list(map(_reading, zip(*plan.valid_head, *block.reshape(7, n, 1))))
         for name, jtype, qs, ds, es in plan.other:
             out.append(_reading((name, jtype, x[qs], x[ds], x[es], _EMPTY, _EMPTY, _EMPTY, _EMPTY)))
+        balls = self._targets.balls if reference == "target" else None
         for name, jtype, qs, ds, es, jref in plan.multi:
             pos, vel, eff = x[qs], x[ds], x[es]
+            if jref is None and balls is not None and name in balls.index:  # motor-driven
+                jref = (balls.pos[env, balls.index[name]], balls.vel[env, balls.index[name]])
             if jref is None:
                 out.append(_reading((name, jtype, pos, vel, eff, _EMPTY, _EMPTY, _EMPTY, _EMPTY)))
                 continue

@@ -444,6 +444,9 @@ class StateReader:
             else:
                 entry["dof_pos_target"] = dict(zip(tnames, tp[targets]))
                 entry["dof_vel_target"] = dict(zip(tnames, tv[targets]))
+                for bi, bname in self._targets.balls.by_robot.get(name, ()):
+                    entry["dof_pos_target"][bname] = self._targets.balls.pos[env, bi].copy()
+                    entry["dof_vel_target"][bname] = self._targets.balls.vel[env, bi].copy()
                 robots[name] = entry
         cams = (
             dict(zip(self._cam_names, self._cameras.entries(gather.data)))

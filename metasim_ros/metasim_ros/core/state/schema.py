@@ -4,7 +4,8 @@
 
 State  = {"objects": {name: model}, "robots": {name: model}, "cameras": {name: camera}}
 model  = {"pos", "rot" (wxyz), "vel", "ang_vel", "dof_pos", "dof_vel", "body",
-          robots also "dof_pos_target", "dof_vel_target"}
+          robots also "dof_pos_target", "dof_vel_target"; models with sensors also
+          "sensors" {sensor name: values}, read-only (set_states ignores it)}
 Arrays are float64 numpy; 1-DOF joint values are Python floats (IEEE doubles).
 Input may be numpy, lists, scalars or torch tensors (converted without importing torch);
 bools, complex numbers, text and dates are refused, as are values beyond MAX_ABS_VALUE.
@@ -33,7 +34,9 @@ State = dict[str, dict[str, dict[str, Any]]]
 Action = dict[str, dict[str, dict[str, float]]]
 
 SECTIONS = ("objects", "robots", "cameras")
-MODEL_KEYS = ("pos", "rot", "vel", "ang_vel", "dof_pos", "dof_vel", "body")
+#: Outputs only: accepted in a state given to set_states (a read state sent back), ignored.
+READ_ONLY_KEYS = ("sensors",)
+MODEL_KEYS = ("pos", "rot", "vel", "ang_vel", "dof_pos", "dof_vel", "body") + READ_ONLY_KEYS
 ROBOT_KEYS = MODEL_KEYS + ("dof_pos_target", "dof_vel_target")
 TARGET_KEYS = ("dof_pos_target", "dof_vel_target")
 BODY_KEYS = ("pos", "rot", "vel", "ang_vel")

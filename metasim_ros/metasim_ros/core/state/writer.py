@@ -41,7 +41,7 @@ from metasim_ros.core.state.schema import (
     as_quat,
     as_scalar,
 )
-from metasim_ros.core.state.targets import JointTargets
+from metasim_ros.core.state.targets import POSITION, JointTargets
 
 
 @dataclass
@@ -54,6 +54,8 @@ class Plan:
     qvel: np.ndarray | None = None
     pos_target: dict[int, float] = field(default_factory=dict)
     vel_target: dict[int, float] = field(default_factory=dict)
+    ball_pos_target: dict[int, np.ndarray] = field(default_factory=dict)  # quaternions
+    ball_vel_target: dict[int, np.ndarray] = field(default_factory=dict)
     # key, quantity, body row, value
     checks: list[tuple[str, str, int, np.ndarray]] = field(default_factory=list)
 
@@ -76,6 +78,7 @@ class Plan:
             self.qpos is not None
             or self.qvel is not None
             or bool(self.pos_target or self.vel_target)
+            or bool(self.ball_pos_target or self.ball_vel_target)
         )
 
 
@@ -110,6 +113,7 @@ class StateWriter:
             lay.info.name: {b: lay.rows.start + i for i, b in enumerate(lay.info.bodies)}
             for lay in reader.layouts
         }
+        self._balls = {r: dict((n, b) for b, n in e) for r, e in targets.balls.by_robot.items()}
         self._scratch = mujoco.MjData(model)
         self._scratch_gather = reader.bind(self._scratch)
 
@@ -256,7 +260,15 @@ class StateWriter:
     ) -> None:
         index, names = self._targets.index, self._targets.names[lay.targets]
         dest = plan.pos_target if which == "dof_pos_target" else plan.vel_target
+        balls = self._balls.get(lay.info.name, {})
         for name, value in as_mapping(values, key).items():
+            if isinstance(name, str) and name in balls:  # a motor-driven ball joint
+                b, bkey = balls[name], f"{key}.{name}"
+                if which == "dof_pos_target":
+                    plan.ball_pos_target[b] = as_quat(value, bkey)
+                else:
+                    plan.ball_vel_target[b] = as_array(value, (3,), bkey)
+                continue
             if isinstance(name, str) and name in self._joints[lay.info.name] and name not in names:
                 raise StateValidationError(
                     f"{key}.{name}", "joint has no target (not driven by a position servo or motor)"
@@ -305,11 +317,18 @@ class StateWriter:
         mujoco.mj_forward(self._model, d)
 
     def apply_targets(self, plan: Plan) -> None:
-        """Store the plan's targets; position servos get their new ctrl at once."""
+        """Store the plan's targets (their joints return to position mode); servos and
+        velocity actuators get their new ctrl at once."""
         t, env = self._targets, plan.env
+        for b, quat in plan.ball_pos_target.items():
+            t.balls.pos[env, b] = quat
+        for b, vel in plan.ball_vel_target.items():
+            t.balls.vel[env, b] = vel
         for i, v in plan.pos_target.items():
             t.pos[env, i] = v
         for i, v in plan.vel_target.items():
             t.vel[env, i] = v
         changed = np.fromiter({*plan.pos_target, *plan.vel_target}, dtype=np.intp)
-        t.write_servos(env, plan.data, changed)
+        t.mode[env, changed] = POSITION
+        t.modes_changed(env)
+        t.write_ctrl(env, plan.data, changed)

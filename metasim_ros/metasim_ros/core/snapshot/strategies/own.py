@@ -18,6 +18,7 @@ import numpy as np
 
 from metasim_ros.core.errors import StateValidationError
 from metasim_ros.core.sim.handler import INTEGRATION_STATE
+from metasim_ros.core.sim.wrenches import end_times
 from metasim_ros.core.snapshot.format import (
     FORMAT_NAME,
     FORMAT_VERSION,
@@ -138,6 +139,12 @@ class IntegrationStateStrategy:
         )
         expected = Expected.from_vectors(model, qpos, qvel)
         expected.integration = row
+        ds_wrench = dataset(eg, "wrench_remaining")
+        wrench_until = (  # row[0] is the time (mjSTATE_TIME comes first)
+            None
+            if ds_wrench is None
+            else end_times(read_row(ds_wrench, index, (model.nbody,)), row[0])
+        )
         warnings = []
         tree = subgroup(eg, "state")
         file_state = {} if tree is None else read_tree(tree, index)
@@ -156,7 +163,8 @@ class IntegrationStateStrategy:
         def apply() -> None:
             if targets:
                 set_states_or_mismatch(handler, {"robots": targets}, env_id)
-            handler.restore(env_id, PhysicsState(row))  # after: ctrl exactly as saved
+            # after: ctrl exactly as saved
+            handler.restore(env_id, PhysicsState(row, wrench_until=wrench_until))
 
         return Plan(self.name, row_count(ds, 1), i, apply, expected, warnings)
 

@@ -1,0 +1,200 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
+"""Actuation laws run before every physics step: PD and stable PD for motor-driven
+joints, and the advancing position target of a position servo in velocity mode.
+
+PD: force = kp*(p* - q) + kd*(v* - qdot), explicit: it diverges once kp*dt^2 or kd*dt
+outgrow the joint's inertia. Stable PD (Tan, Liu & Turk, "Stable Proportional-Derivative
+Controllers", 2011) evaluates the law at the next step's state,
+    force = kp*(p* - q - dt*qdot) + kd*(v* - qdot) - kd*dt*qacc,
+with qacc from (M + kd*dt) qacc = f + kp*(p* - q - dt*qdot) + kd*(v* - qdot), where f are
+the passive, bias and applied forces at the current state. The mass matrix enters through
+MuJoCo's own factorisation (mj_solveM) and the Woodbury identity, so the law needs the
+position and velocity stages of the current state: the handler steps with mj_step1, this
+law, mj_step2 (bitwise the same integration as mj_step). Velocity mode is the same law
+with kp = 0; motors in effort mode are left alone (their ctrl was written once).
+Constraint and other actuators' forces are not in f, as in the paper.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import mujoco
+import numpy as np
+
+from metasim_ros.core.errors import ConfigurationError
+from metasim_ros.core.state.targets import EFFORT, POSITION, VELOCITY, JointTargets
+
+#: Values of the node's `actuation` parameter.
+LAWS = ("pd", "stable_pd")
+
+Gains = float | Mapping[str, float]
+
+
+def parse_gains(entries: Sequence[str], what: str) -> dict[str, float]:
+    """Gain entries as a parameter holds them: "100" (every motor joint) and/or
+    "joint=value" -> {"*": 100.0, "joint": value}."""
+    gains: dict[str, float] = {}
+    for entry in entries:
+        name, _, value = entry.rpartition("=")
+        name = name.strip() or "*"
+        try:
+            number = float(value)
+        except ValueError:
+            raise ConfigurationError(
+                f"{what}: {entry!r} is neither a number nor joint=number"
+            ) from None
+        if not (np.isfinite(number) and number >= 0):
+            raise ConfigurationError(f"{what}: {entry!r} must be a finite number >= 0")
+        if name in gains:
+            raise ConfigurationError(f"{what}: {name!r} given twice")
+        gains[name] = number
+    return gains
+
+
+def _per_joint(
+    gains: Gains, names: Sequence[str], known: Sequence[str], what: str, strict: bool
+) -> np.ndarray:
+    """One gain per motor joint from a value or {joint: value, "*": default}; not strict:
+    entries for joints that are not motor joints of this model are left out."""
+    if not isinstance(gains, Mapping):
+        return np.full(len(names), float(gains))
+    if not strict:
+        gains = {k: v for k, v in gains.items() if k == "*" or k in names}
+    unknown = sorted(set(gains) - {"*", *known})
+    if unknown:
+        raise ConfigurationError(f"{what}: no robot joint named {unknown[0]!r}")
+    not_motor = sorted(set(gains) - {"*", *names})
+    if not_motor:
+        raise ConfigurationError(
+            f"{what}: joint {not_motor[0]!r} is not driven by a motor (gains apply to motors)"
+        )
+    default = float(gains.get("*", 0.0))
+    return np.array([float(gains.get(n, default)) for n in names])
+
+
+class Actuation:
+    """The per-step laws of one handler's robot joints."""
+
+    def __init__(
+        self,
+        model: mujoco.MjModel,
+        targets: JointTargets,
+        robot_joints: Sequence[str],
+        kp: Gains,
+        kd: Gains,
+        law: str = "pd",
+        *,
+        strict: bool = True,
+    ) -> None:
+        """kp, kd: one value for every motor joint, or {joint: value, "*": default}.
+        strict: a gain for a joint that is not a motor joint of the robots is refused
+        (at start-up); not strict, it is left out (after a spawn, delete or new world,
+        the configured gains apply to the joints that are there)."""
+        if law not in LAWS:
+            raise ConfigurationError(f"actuation: {law!r} is not one of {', '.join(LAWS)}")
+        self._model = model
+        self._t = targets
+        self.law = law
+        self.dt = float(model.opt.timestep)
+        i = targets.motor_idx
+        balls = targets.balls
+        names = [targets.names[k] for k in i] + balls.names
+        kp_all = _per_joint(kp, names, robot_joints, "kp", strict)
+        kd_all = _per_joint(kd, names, robot_joints, "kd", strict)
+        self.kp, self.kd = kp_all[: len(i)], kd_all[: len(i)]
+        self._ball_kp = np.repeat(kp_all[len(i) :], 3)  # per ball dof
+        self._ball_kd = np.repeat(kd_all[len(i) :], 3)
+        self._ball_dofs = np.array(
+            [d for s in balls.dadr for d in range(s.start, s.stop)], dtype=np.intp
+        )
+        self._motor_act = targets.act[i]
+        self._motor_q = targets.qadr[i]
+        self._motor_dof = targets.dadr[i]
+        self._motor_scale = targets.motor_scale[i]
+        self._f = np.empty((1, model.nv))
+        self._y = np.empty((1, model.nv))
+
+    @property
+    def split(self) -> bool:
+        """Stable PD needs the current state's mass matrix: step as mj_step1, law, mj_step2."""
+        return self.law == "stable_pd" and (len(self._motor_act) > 0 or self._t.balls.names)
+
+    def busy(self, env: int) -> bool:
+        """Whether anything must run before each step of `env` (cheap: called per batch)."""
+        return self._t.stepping[env]
+
+    def apply(self, env: int, data: mujoco.MjData) -> None:
+        """Write the ctrl the laws give for the coming step of `env`."""
+        t = self._t
+        sv = t.servo_idx[t.mode[env, t.servo_idx] == VELOCITY]
+        if sv.size:
+            lo, hi = t.range
+            t.pos[env, sv] = np.clip(t.pos[env, sv] + self.dt * t.vel[env, sv], lo[sv], hi[sv])
+            data.ctrl[t.act[sv]] = t.servo_ctrl(env, sv)
+        i = t.motor_idx
+        on = t.mode[env, i] != EFFORT
+        balls = t.balls
+        if not on.any() and not balls.names:
+            return
+        stable, dt = self.law == "stable_pd", self.dt
+        kp = np.where(t.mode[env, i] == POSITION, self.kp, 0.0)[on]
+        kd = self.kd[on]
+        dofs = self._motor_dof[on]
+        q, qd = data.qpos[self._motor_q[on]], data.qvel[dofs]
+        pos_err = t.pos[env, i[on]] - (q + dt * qd if stable else q)
+        vel_err = t.vel[env, i[on]] - qd
+        if balls.names:
+            ball_err = self._ball_errors(env, data, stable)
+            kp = np.concatenate([kp, self._ball_kp])
+            kd = np.concatenate([kd, self._ball_kd])
+            dofs = np.concatenate([dofs, self._ball_dofs])
+            pos_err = np.concatenate([pos_err, ball_err])
+            vel_err = np.concatenate([vel_err, balls.vel[env].ravel() - data.qvel[self._ball_dofs]])
+        force = kp * pos_err + kd * vel_err
+        if stable:
+            self._stable(data, force, kd, dofs)
+        n = int(on.sum())
+        data.ctrl[self._motor_act[on]] = self._motor_scale[on] * force[:n]
+        for b, acts in enumerate(balls.act):
+            data.ctrl[acts] = balls.torque_to_ctrl[b] @ force[n + 3 * b : n + 3 * b + 3]
+
+    def _ball_errors(self, env: int, data: mujoco.MjData, stable: bool) -> np.ndarray:
+        """Rotation errors target - current (mju_subQuat, in the joint's child frame) of
+        every driven ball joint; stable PD takes the orientation one step ahead."""
+        balls = self._t.balls
+        err = np.empty(3 * len(balls.names))
+        for b, (qs, ds) in enumerate(zip(balls.qadr, balls.dadr)):
+            quat = data.qpos[qs]
+            if stable:
+                quat = quat.copy()
+                mujoco.mju_quatIntegrate(quat, data.qvel[ds], self.dt)
+            mujoco.mju_subQuat(err[3 * b : 3 * b + 3], balls.pos[env, b], quat)
+        return err
+
+    def _stable(
+        self, data: mujoco.MjData, force: np.ndarray, kd: np.ndarray, dofs: np.ndarray
+    ) -> None:
+        """Subtract kd*dt*qacc from the PD forces (in place), qacc solved with the mass
+        matrix and the damping at the next step (see the module docstring)."""
+        m, dt = self._model, self.dt
+        f = self._f
+        np.subtract(data.qfrc_passive, data.qfrc_bias, out=f[0])
+        f[0] += data.qfrc_applied
+        f[0, dofs] += force
+        damped = kd > 0
+        sel = dofs[damped]
+        if sel.size == 0:
+            return
+        y = self._y
+        mujoco.mj_solveM(m, data, y, f)
+        unit = np.zeros((sel.size, m.nv))
+        unit[np.arange(sel.size), sel] = 1.0
+        z = np.empty_like(unit)  # rows: M^-1 e_s
+        mujoco.mj_solveM(m, data, z, unit)
+        damping = kd[damped] * dt
+        # Woodbury: (M + P D P^T)^-1 f = y - Z^T (D^-1 + P^T M^-1 P)^-1 P^T y
+        system = np.diag(1.0 / damping) + z[:, sel]
+        qacc = y[0] - z.T @ np.linalg.solve(system, y[0, sel])
+        force[damped] -= damping * qacc[sel]

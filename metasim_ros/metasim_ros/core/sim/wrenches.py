@@ -1,0 +1,140 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
+"""Applied wrenches with a duration in sim time, through MuJoCo's xfrc_applied.
+
+The wrench itself lives in MjData (xfrc_applied is part of mjSTATE_INTEGRATION, so a
+capture holds it); what MuJoCo has no place for is when it ends. That is one sim time
+per body and env (`until`, +inf = until cleared), kept here and captured alongside the
+integration state. Absolute sim times, not remaining durations: time is itself part of
+the integration state, so a restored env finds its wrenches ending exactly when they
+would have.
+
+Durations are counted in physics steps: a wrench applied at time t for d seconds acts
+during every step that starts before t + d - dt/2, i.e. round(d / dt) steps, however
+the steps are batched (running, paused with ~/step, a restored snapshot). A body holds
+one applied wrench; a new one replaces it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import mujoco
+import numpy as np
+
+from metasim_ros.core.errors import RequestError
+from metasim_ros.core.state.schema import as_array
+
+
+class WrenchError(RequestError):
+    """An apply_wrench request that cannot be served (unknown body, bad values)."""
+
+
+class AppliedWrenches:
+    """End times of the wrenches applied to each env's bodies."""
+
+    def __init__(self, model: mujoco.MjModel, num_envs: int) -> None:
+        self._model = model
+        self._dt = float(model.opt.timestep)
+        self.until = np.full((num_envs, model.nbody), np.inf)
+        self._next = [math.inf] * num_envs  # earliest end per env: the cheap test per step
+
+    def apply(
+        self,
+        env_id: int,
+        data: mujoco.MjData,
+        body: str,
+        force: object,
+        torque: object,
+        point: object,
+        duration: float,
+    ) -> str:
+        """Apply `force` at world `point` plus `torque` to `body` for `duration` sim seconds
+        (0 = until cleared). `data` must be synced (xipos is read). Validates everything
+        before writing; returns a one-line description."""
+        m = self._model
+        b = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, body)
+        if b < 0:
+            raise WrenchError(f"body {body!r}: no such body")
+        if m.body_weldid[b] == 0:
+            raise WrenchError(f"body {body!r} is welded to the world: a wrench cannot move it")
+        f = as_array(force, (3,), "force")
+        t = as_array(torque, (3,), "torque")
+        p = as_array(point, (3,), "reference_point")
+        if not (isinstance(duration, (int, float)) and math.isfinite(duration) and duration >= 0):
+            raise WrenchError(f"duration {duration!r}: expected finite sim seconds >= 0")
+        steps = 0 if duration == 0 else math.ceil(duration / self._dt - 0.5)
+        if duration > 0 and steps == 0:
+            raise WrenchError(
+                f"duration {duration:g} s is shorter than half a physics step ({self._dt:g} s)"
+            )
+        data.xfrc_applied[b, :3] = f
+        data.xfrc_applied[b, 3:] = t + np.cross(p - data.xipos[b], f)
+        self.until[env_id, b] = math.inf if duration == 0 else data.time + duration
+        self._next[env_id] = float(self.until[env_id].min())
+        span = "until cleared" if duration == 0 else f"for {steps} step(s)"
+        return f"wrench on {body} (env {env_id}) {span}"
+
+    def clear(self, env_id: int, data: mujoco.MjData) -> None:
+        """Remove every applied wrench of one env."""
+        data.xfrc_applied[:] = 0.0
+        self.until[env_id] = np.inf
+        self._next[env_id] = math.inf
+
+    def steps_before_end(self, env_id: int, time: float, n: int) -> int:
+        """How many of the next `n` steps (from sim `time`) run before a wrench ends; at
+        least one after `expire` (which removed those ending within half a step)."""
+        end = self._next[env_id]
+        if end == math.inf:
+            return n
+        return min(n, max(1, math.ceil((end - time) / self._dt - 0.5)))
+
+    def expire(self, env_id: int, data: mujoco.MjData) -> None:
+        """Remove the wrenches whose time is up at the env's current sim time."""
+        if self._next[env_id] == math.inf:
+            return
+        until = self.until[env_id]
+        done = until <= data.time + 0.5 * self._dt
+        if done.any():
+            data.xfrc_applied[done] = 0.0
+            until[done] = np.inf
+            self._next[env_id] = float(until.min())
+
+    def get(self, env_id: int) -> np.ndarray:
+        """The end times of one env (a copy; what a capture holds)."""
+        return self.until[env_id].copy()
+
+    def put(self, env_id: int, until: np.ndarray | None) -> None:
+        """Put end times back (None: none end; the wrenches in xfrc_applied stay)."""
+        self.until[env_id] = np.inf if until is None else until
+        self._next[env_id] = float(self.until[env_id].min())
+
+    def ends_by_body(self) -> dict[str, np.ndarray]:
+        """Per-env end times of the named bodies with a wrench that ends, by body name
+        (copies): what a model edit must carry over (MuJoCo carries xfrc_applied)."""
+        m = self._model
+        out = {}
+        for b in np.flatnonzero(np.isfinite(self.until).any(axis=0)):
+            name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, int(b))
+            if name:  # wrenches are applied by body name: an unnamed body holds none
+                out[name] = self.until[:, b].copy()
+        return out
+
+    def carry_over(self, ends: dict[str, np.ndarray]) -> None:
+        """After a model edit: the end times of `ends_by_body` for the bodies still there."""
+        for name, until in ends.items():
+            b = mujoco.mj_name2id(self._model, mujoco.mjtObj.mjOBJ_BODY, name)
+            if b >= 0:
+                self.until[:, b] = until
+        self._next = [float(row.min()) for row in self.until]
+
+
+def remaining_durations(until: np.ndarray, time: float) -> np.ndarray:
+    """End times -> sim seconds left per body, 0 for none (finite: what a file stores)."""
+    return np.where(np.isfinite(until), until - time, 0.0)
+
+
+def end_times(remaining: np.ndarray, time: float) -> np.ndarray:
+    """Sim seconds left per body (0 = none) at sim `time` -> end times. The step counts
+    they give equal the saved ones: ends are tested with half a step of margin."""
+    return np.where(remaining > 0.0, time + remaining, np.inf)

@@ -1,0 +1,99 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
+"""`~/contacts` (metasim_msgs/Contacts) and `~/contact_markers` (rviz2 arrows), env 0.
+
+Read and published only while someone subscribes to either, at `contact_rate`: without
+a subscriber the cost is one subscriber count per period, and no lock is taken.
+"""
+
+from __future__ import annotations
+
+import mujoco
+from geometry_msgs.msg import Point
+from metasim_msgs.msg import Contact, Contacts
+from rclpy.node import Node
+from visualization_msgs.msg import Marker, MarkerArray
+
+from metasim_ros.core.scene.loading import names
+from metasim_ros.core.sim.handler import MujocoHandler
+from metasim_ros.core.state.forces import ContactReadings
+from metasim_ros.core.state.frames import FrameTree, mat_to_quat
+from metasim_ros.ros.conversions import fill_wrench, stamp
+from metasim_ros.ros.parameters import SimParameters
+
+
+class ContactTopics:
+    """Contacts of env 0 as messages; `active()` says whether anyone listens; `follow`
+    takes a new model's names (from the streams' tick, under the simulation lock)."""
+
+    def __init__(
+        self, node: Node, handler: MujocoHandler, tree: FrameTree, params: SimParameters
+    ) -> None:
+        self._params = params
+        self._pub = node.create_publisher(Contacts, "~/contacts", 10)
+        self._marker_pub = node.create_publisher(MarkerArray, "~/contact_markers", 10)
+        self._msg = Contacts()
+        self._msg.header.frame_id = tree.world
+        self._pool: list[Contact] = []
+        self._markers = MarkerArray()
+        self._clear = Marker(action=Marker.DELETEALL, ns="contacts")
+        self._marker_pool: list[Marker] = []
+        self.follow(handler, tree)
+
+    def follow(self, handler: MujocoHandler, tree: FrameTree) -> None:
+        """Geom and body names of the handler's current model (with the simulation held)."""
+        m = handler.model
+        self._geoms = names(m, mujoco.mjtObj.mjOBJ_GEOM, m.ngeom)
+        self._bodies = handler.body_names
+
+    def active(self) -> bool:
+        """Someone subscribes to the contacts or their markers."""
+        return self._pub.get_subscription_count() > 0 or (
+            self._marker_pub.get_subscription_count() > 0
+        )
+
+    def publish(self, c: ContactReadings) -> None:
+        """Fill and publish from one reading (no lock needed)."""
+        n = len(c)
+        while len(self._pool) < n:
+            self._pool.append(Contact())
+        now = stamp(c.time)
+        self._msg.header.stamp = now
+        for i, msg in enumerate(self._pool[:n]):
+            g1, g2 = int(c.geom[i, 0]), int(c.geom[i, 1])
+            msg.geom1, msg.geom2 = self._geoms[g1], self._geoms[g2]
+            msg.body1, msg.body2 = self._bodies[c.body[i, 0]], self._bodies[c.body[i, 1]]
+            p, nrm = c.pos[i], c.frame[i, 0]
+            msg.position.x, msg.position.y, msg.position.z = float(p[0]), float(p[1]), float(p[2])
+            msg.normal.x, msg.normal.y, msg.normal.z = float(nrm[0]), float(nrm[1]), float(nrm[2])
+            q = mat_to_quat(c.frame[i].T)  # columns = the contact axes in the world
+            o = msg.frame
+            o.w, o.x, o.y, o.z = float(q[0]), float(q[1]), float(q[2]), float(q[3])
+            msg.depth = -float(c.dist[i])
+            fill_wrench(msg.wrench_contact, c.force[i])
+            fill_wrench(msg.wrench_world, c.world[i])
+        self._msg.contacts = self._pool[:n]
+        if self._pub.get_subscription_count() > 0:
+            self._pub.publish(self._msg)
+        if self._marker_pub.get_subscription_count() > 0:
+            self._marker_pub.publish(self._arrows(c))
+
+    def _arrows(self, c: ContactReadings) -> MarkerArray:
+        """One arrow per contact from its position along the force on geom2."""
+        n, scale = len(c), self._params.contact_marker_scale
+        while len(self._marker_pool) < n:
+            k = len(self._marker_pool)
+            mk = Marker(ns="contacts", id=k, type=Marker.ARROW, action=Marker.ADD)
+            mk.header.frame_id = self._msg.header.frame_id
+            mk.scale.x, mk.scale.y, mk.scale.z = 0.005, 0.01, 0.01
+            mk.color.r, mk.color.a = 1.0, 1.0
+            mk.points = [Point(), Point()]
+            self._marker_pool.append(mk)
+        for i, mk in enumerate(self._marker_pool[:n]):
+            mk.header.stamp = self._msg.header.stamp
+            p, f = c.pos[i], c.world[i, :3]
+            a, b = mk.points
+            a.x, a.y, a.z = float(p[0]), float(p[1]), float(p[2])
+            b.x, b.y, b.z = (float(p[k] + scale * f[k]) for k in range(3))
+        self._markers.markers = [self._clear] + self._marker_pool[:n]
+        return self._markers

@@ -1,0 +1,111 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
+"""What rviz2 needs besides TF: ~/scene_markers and robot_description.
+
+Both are latched (reliable, transient local, depth 1): published at start-up, when
+their parameters change and after the model changed (spawn, delete, a new world), never
+per physics step. Markers are frame-locked in their body's TF frame, so rviz2 moves them
+with /tf. Each MarkerArray starts with a DELETEALL, so the latched message alone is the
+whole current picture.
+"""
+
+from __future__ import annotations
+
+import threading
+import traceback
+from collections.abc import Iterable
+
+from geometry_msgs.msg import Point
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from std_msgs.msg import String
+from visualization_msgs.msg import Marker, MarkerArray
+
+from metasim_ros.core.scene import markers as mk
+from metasim_ros.core.scene.urdf import robot_description
+from metasim_ros.core.sim.access import SimulationAccess
+from metasim_ros.core.state.frames import FrameTree
+from metasim_ros.ros.parameters import SimParameters
+
+#: Latched: a late subscriber (rviz2, robot_state_publisher, MoveIt) gets the last one.
+LATCHED_QOS = QoSProfile(
+    depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
+)
+_TYPES = {
+    mk.CUBE: Marker.CUBE,
+    mk.SPHERE: Marker.SPHERE,
+    mk.CYLINDER: Marker.CYLINDER,
+    mk.TRIANGLES: Marker.TRIANGLE_LIST,
+}
+
+
+def marker_array(visuals: Iterable[mk.GeomVisual], frames: list[str]) -> MarkerArray:
+    """DELETEALL, then one frame-locked marker per visual (namespace: its model, id: the
+    geom id; stamp 0: rviz2 draws frame-locked markers at the latest TF)."""
+    msg = MarkerArray(markers=[Marker(action=Marker.DELETEALL)])
+    for v in visuals:
+        m = Marker(ns=v.model, id=v.geom, type=_TYPES[v.shape], frame_locked=True)
+        m.header.frame_id = frames[v.body]
+        p, q = m.pose.position, m.pose.orientation
+        p.x, p.y, p.z = (float(x) for x in v.pos)
+        q.w, q.x, q.y, q.z = (float(x) for x in v.quat)
+        m.scale.x, m.scale.y, m.scale.z = (float(x) for x in v.scale)
+        m.color.r, m.color.g, m.color.b, m.color.a = (float(x) for x in v.rgba)
+        if v.triangles is not None:
+            m.points = [Point(x=x, y=y, z=z) for x, y, z in v.triangles.tolist()]
+        msg.markers.append(m)
+    return msg
+
+
+class RvizTopics:
+    """Publishes ~/scene_markers and (while the scene has robots) robot_description.
+
+    Follows model changes (spawn, delete, a new world) through SimulationAccess.follow_model:
+    the model is taken under the lock, both are built and republished after it (a
+    compiled model is never modified in place, so reading it after the lock is safe).
+    """
+
+    def __init__(self, node: Node, sim: SimulationAccess, params: SimParameters) -> None:
+        self._node = node
+        self._params = params
+        self._log = node.get_logger()
+        self._mutex = threading.RLock()  # one publisher of the pair at a time, in order
+        self._markers = node.create_publisher(MarkerArray, "~/scene_markers", LATCHED_QOS)
+        self._description = None
+        sim.follow_model(
+            lambda h: (h.model, list(h.robots), h.scene_path, list(h.body_names)), self._build
+        )
+
+    def _build(self, taken: tuple) -> None:
+        """Markers and description of a new model, republished."""
+        model, robots, path, body_names = taken
+        with self._mutex:
+            frames = FrameTree(model, body_names, self._params.frame_prefix).body_frames
+            self._scene = (model, frames)
+            self.publish_markers(self._params)
+            self._publish_description(model, robots, path)
+
+    def _publish_description(self, model, robots: list, path: str | None) -> None:
+        try:
+            text = robot_description(model, robots, path, self._params.marker_groups)
+        except Exception:  # a bug in the description must not keep the simulation from running
+            self._log.error(f"no robot_description:\n{traceback.format_exc()}")
+            text = None
+        if text is None:  # no robots (any more): no topic, no stale latched description
+            if self._description is not None:
+                self._node.destroy_publisher(self._description)
+                self._description = None
+            return
+        if self._description is None:
+            self._description = self._node.create_publisher(
+                String, "robot_description", LATCHED_QOS
+            )
+        self._description.publish(String(data=text))
+
+    def publish_markers(self, params: SimParameters) -> None:
+        """The markers for the current `markers` / `marker_groups` (only a DELETEALL when
+        markers are off)."""
+        with self._mutex:
+            model, frames = self._scene
+            visuals = mk.geom_visuals(model, params.marker_groups) if params.markers else []
+            self._markers.publish(marker_array(visuals, frames))

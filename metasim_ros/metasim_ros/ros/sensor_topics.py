@@ -1,0 +1,185 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
+"""The scene's sensors as ROS topics (env 0), published at `sensor_rate`.
+
+`~/sensors` (metasim_msgs/SensorReadings) carries every MuJoCo sensor raw; each device
+the core found (core.sensors) gets its standard message on `~/sensors/<name>`:
+sensor_msgs/Imu, geometry_msgs/WrenchStamped, sensor_msgs/Range, sensor_msgs/MagneticField,
+with frame_id = the site's TF frame and the sim-time stamp of the reading. Messages are
+built once and refilled from one copy of sensordata taken under the simulation lock.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+
+import numpy as np
+from geometry_msgs.msg import WrenchStamped
+from metasim_msgs.msg import SensorReading, SensorReadings
+from rclpy.node import Node
+from rclpy.publisher import Publisher
+from sensor_msgs.msg import Imu, MagneticField, Range
+
+from metasim_ros.core.sensors import SensorDevice
+from metasim_ros.core.sensors import SensorReadings as CoreReadings
+from metasim_ros.core.sim.handler import MujocoHandler
+from metasim_ros.core.state.frames import FrameTree
+from metasim_ros.ros.conversions import doubles, stamp
+from metasim_ros.ros.parameters import SimParameters
+
+_MESSAGES = {"imu": Imu, "wrench": WrenchStamped, "range": Range, "magnetometer": MagneticField}
+
+
+def topic_token(label: str) -> str:
+    """A valid ROS name token from a MuJoCo name: other characters become '_'."""
+    token = re.sub(r"_+", "_", re.sub(r"[^A-Za-z0-9_]", "_", label))
+    return token if token and not token[0].isdigit() else f"s_{token}"
+
+
+def device_topics(devices: list[SensorDevice]) -> list[str]:
+    """`sensors/<name>` per device: the site's name (IMU, force-torque) or the sensor's
+    (range, magnetometer); a name already taken gets the device kind appended."""
+    out: list[str] = []
+    for d in devices:
+        name = topic_token(d.label)
+        if name in out:
+            name = f"{name}_{d.kind}"
+        out.append(name)
+    return [f"~/sensors/{n}" for n in out]
+
+
+def _diagonal(cov, variance: float) -> None:
+    cov[0] = cov[4] = cov[8] = variance
+
+
+def _set3(vec, v: np.ndarray) -> None:
+    vec.x, vec.y, vec.z = float(v[0]), float(v[1]), float(v[2])
+
+
+class SensorTopics:
+    """Publishers and preallocated messages for every sensor of a scene.
+
+    Follows model changes (`follow`, from the streams' tick under the simulation lock):
+    a device's publisher stays while its topic and kind do; devices gone lose theirs.
+    """
+
+    def __init__(
+        self, node: Node, handler: MujocoHandler, tree: FrameTree, params: SimParameters
+    ) -> None:
+        self._node = node
+        self._params = params
+        self._raw_pub = node.create_publisher(SensorReadings, "~/sensors", 10)
+        self._pubs: dict[tuple[str, str], Publisher] = {}  # (topic, kind) -> publisher
+        self.follow(handler, tree)
+
+    def follow(self, handler: MujocoHandler, tree: FrameTree) -> None:
+        """Messages and device topics for the handler's current model."""
+        table = handler.sensors
+        raw = SensorReadings()
+        raw.header.frame_id = tree.world
+        raw.readings = [
+            SensorReading(
+                name=s.name, type=s.type, object_type=s.object_type, object_name=s.object_name
+            )
+            for s in table.sensors
+        ]
+        devices: list[tuple[Callable, object, Callable[[CoreReadings], None]]] = []
+        pubs: dict[tuple[str, str], Publisher] = {}
+        for device, topic in zip(table.devices, device_topics(table.devices)):
+            msg = _MESSAGES[device.kind]()
+            msg.header.frame_id = tree.site_names[device.site]
+            fill = getattr(self, f"_{device.kind}")(msg, device)
+            key = (topic, device.kind)
+            pub = self._pubs.pop(key, None) or self._node.create_publisher(type(msg), topic, 10)
+            pubs[key] = pub
+            devices.append((pub.publish, msg, fill))
+        for gone in self._pubs.values():
+            self._node.destroy_publisher(gone)
+        self._raw, self._devices, self._pubs = raw, devices, pubs
+
+    @property
+    def count(self) -> int:
+        """Number of sensors (0: nothing to publish)."""
+        return len(self._raw.readings)
+
+    def publish(self, readings: CoreReadings) -> None:
+        """Fill and publish every sensor message from one reading (no lock needed)."""
+        now = stamp(readings.time)
+        self._raw.header.stamp = now
+        for msg, (_, values) in zip(self._raw.readings, readings):
+            msg.values = doubles(values)
+        self._raw_pub.publish(self._raw)
+        for publish, msg, fill in self._devices:
+            msg.header.stamp = now
+            fill(readings)
+            publish(msg)
+
+    # -- one filler per device kind: set the constant fields once, return the refill --------
+    def _imu(self, msg: Imu, device: SensorDevice) -> Callable[[CoreReadings], None]:
+        quat = device.parts.get("orientation")
+        gyro = device.parts.get("angular_velocity")
+        acc = device.parts.get("linear_acceleration")
+        # a framequat's noise is per quaternion component: about twice that in radians
+        for part, cov, variance in (
+            (quat, msg.orientation_covariance, (2.0 * quat.noise) ** 2 if quat else 0.0),
+            (gyro, msg.angular_velocity_covariance, gyro.noise**2 if gyro else 0.0),
+            (acc, msg.linear_acceleration_covariance, acc.noise**2 if acc else 0.0),
+        ):
+            if part is None:
+                cov[0] = -1.0  # REP-145 / Imu.msg: this part is not measured
+            else:
+                _diagonal(cov, variance)
+
+        def fill(r: CoreReadings) -> None:
+            if quat is not None:
+                w, x, y, z = r.values(quat)
+                o = msg.orientation
+                o.w, o.x, o.y, o.z = float(w), float(x), float(y), float(z)
+            if gyro is not None:
+                _set3(msg.angular_velocity, r.values(gyro))
+            if acc is not None:
+                _set3(msg.linear_acceleration, r.values(acc))
+
+        return fill
+
+    def _wrench(self, msg: WrenchStamped, device: SensorDevice) -> Callable[[CoreReadings], None]:
+        force, torque = device.parts.get("force"), device.parts.get("torque")
+
+        def fill(r: CoreReadings) -> None:
+            if force is not None:
+                _set3(msg.wrench.force, r.values(force))
+            if torque is not None:
+                _set3(msg.wrench.torque, r.values(torque))
+
+        return fill
+
+    def _range(self, msg: Range, device: SensorDevice) -> Callable[[CoreReadings], None]:
+        sensor = device.parts["range"]
+        msg.radiation_type = Range.INFRARED
+        p = self._params
+
+        def fill(r: CoreReadings) -> None:
+            msg.min_range, msg.max_range = float(p.range_min), float(p.range_max)
+            msg.field_of_view = float(p.range_field_of_view)
+            d = float(r.values(sensor)[0])
+            # REP-117: nothing within range (MuJoCo says -1) is +inf, too close is -inf
+            if d < 0.0 or d > msg.max_range:
+                d = math.inf
+            elif d < msg.min_range:
+                d = -math.inf
+            msg.range = d
+
+        return fill
+
+    def _magnetometer(
+        self, msg: MagneticField, device: SensorDevice
+    ) -> Callable[[CoreReadings], None]:
+        sensor = device.parts["magnetic_field"]
+        _diagonal(msg.magnetic_field_covariance, sensor.noise**2)
+
+        def fill(r: CoreReadings) -> None:
+            _set3(msg.magnetic_field, r.values(sensor))
+
+        return fill

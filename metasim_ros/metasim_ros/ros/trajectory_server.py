@@ -1,0 +1,222 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
+"""FollowJointTrajectory action servers (one per robot) and `~/joint_trajectory`, as
+joint_trajectory_controller offers them; the execution itself is core logic
+(core.sim.trajectory) that advances inside the physics steps, in sim time.
+
+Goals are checked when they arrive (unknown joints, malformed points: rejected). An
+accepted goal preempts the robot's running one, which ends ABORTED with INVALID_GOAL and
+the controller's "Current goal cancelled due to new incoming action." (rclpy can only
+cancel goals a client asked to cancel). A message on `~/joint_trajectory` replaces the
+running trajectory the same way; one without points stops it (holds the position).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from builtin_interfaces.msg import Duration
+from control_msgs.action import FollowJointTrajectory
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.node import Node
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from metasim_ros.core.errors import RequestError, StateValidationError
+from metasim_ros.core.sim.access import SimulationAccess
+from metasim_ros.core.sim.interpolation import Waypoints
+from metasim_ros.core.sim.trajectory import (
+    INVALID_GOAL,
+    SUCCESSFUL,
+    Feedback,
+    Tolerance,
+    TrajectoryExecution,
+    TrajectoryGoal,
+)
+from metasim_ros.ros.conversions import stamp
+
+#: What joint_trajectory_controller says to a goal a newer one replaced.
+PREEMPTED = "Current goal cancelled due to new incoming action."
+#: Wall seconds between feedback checks while a goal runs.
+FEEDBACK_PERIOD = 0.02
+
+
+def seconds(d) -> float:
+    """builtin_interfaces Duration/Time -> seconds."""
+    return d.sec + d.nanosec * 1e-9
+
+
+def _duration(s: float) -> Duration:
+    t = stamp(s)
+    return Duration(sec=t.sec, nanosec=t.nanosec)
+
+
+def _stack(points, field: str, n: int, key: str) -> np.ndarray | None:
+    rows = [list(getattr(p, field)) for p in points]
+    if not any(rows):
+        return None
+    if any(len(r) != n for r in rows):
+        raise StateValidationError(
+            f"{key}.points.{field}", f"empty in every point or {n} values in every point"
+        )
+    return np.array(rows, dtype=np.float64)
+
+
+def goal_from_trajectory(msg: JointTrajectory, key: str = "trajectory") -> TrajectoryGoal:
+    """trajectory_msgs/JointTrajectory -> core goal (no tolerances)."""
+    n = len(msg.joint_names)
+    positions = _stack(msg.points, "positions", n, key)
+    if positions is None:
+        raise StateValidationError(f"{key}.points", "every point needs positions")
+    start = seconds(msg.header.stamp)
+    return TrajectoryGoal(
+        list(msg.joint_names),
+        Waypoints(
+            np.array([seconds(p.time_from_start) for p in msg.points]),
+            positions,
+            _stack(msg.points, "velocities", n, key),
+            _stack(msg.points, "accelerations", n, key),
+        ),
+        start=start if start > 0 else None,
+    )
+
+
+def goal_from_action(goal: FollowJointTrajectory.Goal) -> TrajectoryGoal:
+    """FollowJointTrajectory goal -> core goal with its tolerances."""
+    if goal.multi_dof_trajectory.joint_names or goal.multi_dof_trajectory.points:
+        raise StateValidationError(
+            "multi_dof_trajectory", "multi-DOF trajectories are not supported"
+        )
+    if goal.component_path_tolerance or goal.component_goal_tolerance:
+        raise StateValidationError("component_tolerance", "component tolerances are not supported")
+    g = goal_from_trajectory(goal.trajectory)
+    for field, dest in (("path_tolerance", g.path_tolerance), ("goal_tolerance", g.goal_tolerance)):
+        for tol in getattr(goal, field):
+            dest[tol.name] = Tolerance(tol.position, tol.velocity)
+    g.goal_time_tolerance = seconds(goal.goal_time_tolerance)
+    return g
+
+
+def _point(p: JointTrajectoryPoint, since: float, values: tuple[np.ndarray, ...]) -> None:
+    p.positions = values[0].tolist()
+    p.velocities = values[1].tolist()
+    if len(values) > 2:
+        p.accelerations = values[2].tolist()
+    p.time_from_start = _duration(since)
+
+
+def feedback_message(ex: TrajectoryExecution, fb: Feedback) -> FollowJointTrajectory.Feedback:
+    """desired / actual / error (= desired - actual) of one controller update."""
+    msg = FollowJointTrajectory.Feedback(joint_names=ex.joints, index=fb.index)
+    msg.header.stamp = stamp(fb.time)
+    since = fb.time - ex.spline.start
+    _point(msg.desired, since, fb.desired)
+    _point(msg.actual, since, fb.actual)
+    _point(msg.error, since, fb.error)
+    return msg
+
+
+class TrajectoryServer:
+    """One FollowJointTrajectory server per robot, and the `~/joint_trajectory` topic.
+
+    Follows model changes (SimulationAccess.follow_model): a robot that appears gets its
+    server before the request that spawned it replies; a deleted robot's running goal was
+    aborted by the change (INVALID_GOAL), and its server stays, refusing goals, until a
+    robot of that name is back.
+    """
+
+    def __init__(self, node: Node, sim: SimulationAccess, action_name: str) -> None:
+        """action_name: with {robot} standing for each robot's name."""
+        self._node = node
+        self._sim = sim
+        self._action_name = action_name
+        self._log = node.get_logger()
+        self._group = ReentrantCallbackGroup()  # goals wait for their outcome concurrently
+        self.servers: dict[str, ActionServer] = {}
+        sim.follow_model(lambda h: [r.name for r in h.robots], self._add_servers)
+        node.create_subscription(
+            JointTrajectory,
+            "~/joint_trajectory",
+            self._on_trajectory,
+            10,
+            callback_group=MutuallyExclusiveCallbackGroup(),
+        )
+
+    def _add_servers(self, robots: list[str]) -> None:
+        """A server for every robot of a new model that has none yet."""
+        for robot in robots:
+            if robot not in self.servers:
+                self.servers[robot] = ActionServer(
+                    self._node,
+                    FollowJointTrajectory,
+                    self._action_name.format(robot=robot),
+                    execute_callback=lambda gh, robot=robot: self._execute(robot, gh),
+                    goal_callback=lambda goal, robot=robot: self._check(robot, goal),
+                    cancel_callback=lambda _gh: CancelResponse.ACCEPT,
+                    callback_group=self._group,
+                )
+
+    def _check(self, robot: str, goal: FollowJointTrajectory.Goal) -> GoalResponse:
+        try:
+            parsed = goal_from_action(goal)
+            with self._sim.locked() as h:  # the robots of the current model
+                h.trajectories.check(robot, parsed)
+        except RequestError as exc:
+            self._log.warning(f"{robot} trajectory goal rejected: {exc}")
+            return GoalResponse.REJECT
+        return GoalResponse.ACCEPT
+
+    def _start(self, robot: str, goal: TrajectoryGoal) -> TrajectoryExecution:
+        with self._sim.locked() as h:
+            ex, old = h.trajectories.start(robot, goal, h.sim_time(0))
+            if old is not None:
+                old.finish(INVALID_GOAL, PREEMPTED)
+        return ex
+
+    def _execute(self, robot: str, gh) -> FollowJointTrajectory.Result:
+        result = FollowJointTrajectory.Result()
+        try:
+            ex = self._start(robot, goal_from_action(gh.request))
+        except RequestError as exc:  # e.g. it ended in the past by now
+            result.error_code, result.error_string = INVALID_GOAL, str(exc)
+            gh.abort()
+            return result
+        sent = None
+        while not ex.done.wait(FEEDBACK_PERIOD):
+            fb = ex.feedback
+            if fb is not None and fb is not sent:
+                gh.publish_feedback(feedback_message(ex, fb))
+                sent = fb
+            if gh.is_cancel_requested:
+                with self._sim.locked():
+                    ex.finish(SUCCESSFUL, "cancelled on request")
+                gh.canceled()
+                result.error_string = ex.error_string
+                return result
+        if ex.feedback is not None and ex.feedback is not sent:
+            gh.publish_feedback(feedback_message(ex, ex.feedback))
+        result.error_code, result.error_string = ex.error_code, ex.error_string
+        if ex.error_code == SUCCESSFUL:
+            gh.succeed()
+        else:
+            gh.abort()
+        return result
+
+    def _on_trajectory(self, msg: JointTrajectory) -> None:
+        try:
+            with self._sim.locked() as h:  # the robots of the current model
+                robots = {h.robot_of_joint.get(j) for j in msg.joint_names}
+                if None in robots or len(robots) != 1:
+                    unknown = [j for j in msg.joint_names if j not in h.robot_of_joint]
+                    raise StateValidationError(
+                        "joint_trajectory.joint_names",
+                        f"unknown joint {unknown[0]!r}" if unknown else "joints of one robot only",
+                    )
+                robot = robots.pop()
+                if not msg.points:  # stop: hold where it is
+                    running = h.trajectories.running.get(robot)
+                    if running is not None:
+                        running.finish(INVALID_GOAL, PREEMPTED)
+                    return
+            self._start(robot, goal_from_trajectory(msg, "joint_trajectory"))
+        except RequestError as exc:
+            self._log.warning(f"~/joint_trajectory ignored: {exc}")

@@ -1,0 +1,49 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
+"""`~/apply_wrench` and `~/clear_wrenches`: forces on bodies for a span of sim time."""
+
+from __future__ import annotations
+
+from metasim_msgs.srv import ApplyWrench
+from rclpy.callback_groups import CallbackGroup
+from rclpy.node import Node
+from std_srvs.srv import Trigger
+
+from metasim_ros.core.sim.access import SimulationAccess
+from metasim_ros.ros.services import replying
+
+
+class WrenchServices:
+    """Parse, call the handler under the lock, reply (see core.sim.wrenches)."""
+
+    def __init__(self, node: Node, sim: SimulationAccess, group: CallbackGroup) -> None:
+        self._sim = sim
+        self.log_error = node.get_logger().error
+        node.create_service(ApplyWrench, "~/apply_wrench", self.apply_wrench, callback_group=group)
+        node.create_service(Trigger, "~/clear_wrenches", self.clear_wrenches, callback_group=group)
+
+    @replying
+    def apply_wrench(self, request: ApplyWrench.Request, response: ApplyWrench.Response):
+        """~/apply_wrench: one body, world-frame force at a point plus torque, for a duration."""
+        f, t, p = request.force, request.torque, request.reference_point
+        with self._sim.locked() as h:
+            text = h.apply_wrench(
+                request.env_id,
+                request.body,
+                [f.x, f.y, f.z],
+                [t.x, t.y, t.z],
+                [p.x, p.y, p.z],
+                request.duration,
+            )
+        self._sim.changed()
+        response.success, response.message = True, f"applied {text}"
+        return response
+
+    @replying
+    def clear_wrenches(self, request: Trigger.Request, response: Trigger.Response):
+        """~/clear_wrenches: remove every applied wrench of every env."""
+        with self._sim.locked() as h:
+            h.clear_wrenches()
+        self._sim.changed()
+        response.success, response.message = True, "every applied wrench removed"
+        return response

@@ -1,0 +1,130 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
+"""Joint commands and the PD / stable-PD laws in the core, against MuJoCo stepped here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import mujoco
+import numpy as np
+import pytest
+
+from metasim_ros.core import MujocoHandler
+from metasim_ros.core.errors import ConfigurationError, StateValidationError
+from metasim_ros.core.sim.actuation import parse_gains
+from metasim_ros.core.state.commands import JointCommand
+
+ACTUATED = str(Path(__file__).resolve().parents[1] / "ros" / "scenes" / "actuated.xml")
+
+
+def test_gain_entries_parse_and_bad_ones_are_named():
+    assert parse_gains(["100", "motor_hinge=5.5"], "kp") == {"*": 100.0, "motor_hinge": 5.5}
+    for bad, words in (
+        (["x"], "neither a number"),
+        (["-1"], ">= 0"),
+        (["nan"], "finite"),
+        (["1", "2"], "given twice"),
+    ):
+        with pytest.raises(ConfigurationError, match=words):
+            parse_gains(bad, "kp")
+    with pytest.raises(ConfigurationError, match="ghost"):
+        MujocoHandler(ACTUATED, kp={"ghost": 1.0})
+    with pytest.raises(ConfigurationError, match="not driven by a motor"):
+        MujocoHandler(ACTUATED, kp={"servo_hinge": 1.0})
+    with pytest.raises(ConfigurationError, match="actuation"):
+        MujocoHandler(ACTUATED, actuation="pid")
+
+
+def test_refused_command_changes_nothing():
+    h = MujocoHandler(ACTUATED)
+    before = h.capture(0)
+    bad = {
+        "motor_hinge": JointCommand(effort=1.0),
+        "servo_hinge": JointCommand(effort=1.0),  # refused: the whole command is
+    }
+    with pytest.raises(StateValidationError, match="servo_hinge"):
+        h.command(bad)
+    after = h.capture(0)
+    np.testing.assert_array_equal(after.integration, before.integration)
+    np.testing.assert_array_equal(after.pos_target, before.pos_target)
+
+
+def test_stable_pd_matches_its_definition_for_one_joint():
+    """One step of stable PD on the motor equals the law computed here from MuJoCo's own
+    mass matrix and bias forces: tau = kp(p* - q - dt qd) - kd qd - kd dt qacc,
+    (I + kd dt) qacc = f + kp(p* - q - dt qd) - kd qd."""
+    kp, kd = 5e4, 200.0
+    h = MujocoHandler(ACTUATED, kp=kp, kd=kd, actuation="stable_pd")
+    h.command({"motor_hinge": JointCommand(position=0.5)})
+    m = h.model
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    j, a = m.joint("motor_hinge"), m.actuator("motor").id
+    dof, dt = j.dofadr[0], m.opt.timestep
+    full = np.zeros((m.nv, m.nv))
+    mujoco.mj_fullM(m, d, full)
+    f = d.qfrc_passive[dof] - d.qfrc_bias[dof] + d.qfrc_applied[dof]
+    pd = kp * (0.5 - d.qpos[j.qposadr[0]] - dt * d.qvel[dof]) - kd * d.qvel[dof]
+    qacc = (f + pd) / (full[dof, dof] + kd * dt)  # the rig's joints are decoupled
+    tau = pd - kd * dt * qacc
+    h.step(n=1)
+    assert h.synced_data(0).ctrl[a] == pytest.approx(tau / m.actuator_gear[a, 0], rel=1e-12)
+
+
+BALL_ROBOT = """
+<mujoco>
+  <option timestep="0.002" integrator="implicitfast"/>
+  <worldbody>
+    <body name="arm" pos="0 0 1">
+      <geom type="sphere" size="0.05" mass="1" contype="0" conaffinity="0"/>
+      <body name="link">
+        <joint name="shoulder" type="ball"/>
+        <geom type="capsule" fromto="0 0 0 0 0 -0.4" size="0.03" mass="1"
+              contype="0" conaffinity="0"/>
+      </body>
+    </body>
+  </worldbody>
+  <actuator>
+    <motor name="sx" joint="shoulder" gear="1 0 0 0 0 0"/>
+    <motor name="sy" joint="shoulder" gear="0 2 0 0 0 0"/>
+    <motor name="sz" joint="shoulder" gear="0 0 1 0 0 0"/>
+  </actuator>
+</mujoco>
+"""
+TILT = np.array([np.cos(0.3), np.sin(0.3) * 0.6, np.sin(0.3) * 0.8, 0.0])  # 0.6 rad
+
+
+def rotation_error(target: np.ndarray, quat: np.ndarray) -> np.ndarray:
+    err = np.zeros(3)
+    mujoco.mju_subQuat(err, target, quat)
+    return err
+
+
+# plain PD must stay below kd dt / I < 2 for the link's small inertia about its own axis
+@pytest.mark.parametrize("law,kp,kd", [("pd", 40.0, 0.4), ("stable_pd", 4e5, 2 * 4e5 * 0.002)])
+def test_ball_joint_tracks_a_quaternion_target(law, kp, kd):
+    """Three motors on a ball joint: the PD law on the 3-D rotation error (mju_subQuat)
+    brings it to the target; errors reported are MuJoCo's subQuat(target, current)."""
+    h = MujocoHandler(BALL_ROBOT, kp=kp, kd=kd, actuation=law)
+    h.set_states([{"robots": {"arm": {"dof_pos_target": {"shoulder": TILT}}}}])
+    h.step(n=2500)
+    state = h.get_states(render=False)[0]["robots"]["arm"]
+    np.testing.assert_array_equal(state["dof_pos_target"]["shoulder"], TILT)
+    quat = state["dof_pos"]["shoulder"]
+    gravity = 1.0 * 9.81 * 0.2 * np.sin(0.6) / kp  # m g l sin(tilt) / kp
+    assert np.linalg.norm(rotation_error(TILT, quat)) < max(3 * gravity, 1e-4)
+    reading = next(r for r in h.joint_states() if r.name == "shoulder")
+    np.testing.assert_allclose(reading.position_error, rotation_error(TILT, quat), atol=1e-15)
+    assert np.abs(reading.velocity).max() < 1e-3
+
+
+def test_stable_pd_holds_a_ball_joint_where_plain_pd_diverges():
+    kp = 4e5
+    for law, holds in (("pd", False), ("stable_pd", True)):
+        h = MujocoHandler(BALL_ROBOT, kp=kp, kd=2 * kp * 0.002, actuation=law)
+        h.set_states([{"robots": {"arm": {"dof_pos_target": {"shoulder": TILT}}}}])
+        h.step(n=500)
+        quat = h.get_states(render=False)[0]["robots"]["arm"]["dof_pos"]["shoulder"]
+        reached = not h.divergence() and np.linalg.norm(rotation_error(TILT, quat)) < 1e-3
+        assert reached == holds, law

@@ -1,0 +1,111 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
+"""Trajectory execution in the core: outcomes, start times, and the targets it writes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from metasim_ros.core import MujocoHandler
+from metasim_ros.core.errors import StateValidationError
+from metasim_ros.core.sim.interpolation import Waypoints
+from metasim_ros.core.sim.trajectory import (
+    GOAL_TOLERANCE_VIOLATED,
+    PATH_TOLERANCE_VIOLATED,
+    SUCCESSFUL,
+    Tolerance,
+    TrajectoryGoal,
+)
+
+ARM = [f"panda_joint{i}" for i in range(1, 8)]
+ACTUATED = str(Path(__file__).resolve().parents[1] / "ros" / "scenes" / "actuated.xml")
+
+
+def run(h: MujocoHandler, goal: TrajectoryGoal, seconds: float):
+    ex, _ = h.trajectories.start("franka", goal, h.sim_time())
+    for _ in range(int(seconds / h.timestep / 10)):
+        h.step(n=10)
+        if not ex.active:
+            break
+    return ex
+
+
+def test_path_tolerance_violation_aborts_and_holds():
+    h = MujocoHandler()
+    home = h.model.key("home").qpos[:7]
+    goal = TrajectoryGoal(
+        ARM,
+        Waypoints(np.array([0.1]), (home + 0.5)[None]),  # too fast for the servos
+        path_tolerance={"panda_joint1": Tolerance(position=1e-3)},
+    )
+    ex = run(h, goal, 1.0)
+    assert ex.error_code == PATH_TOLERANCE_VIOLATED and "panda_joint1" in ex.error_string
+    held = h.get_states(render=False)[0]["robots"]["franka"]["dof_pos_target"]["panda_joint1"]
+    assert held == pytest.approx(ex.feedback.desired[0][0], abs=1e-15)
+    assert not h.trajectories.active
+
+
+def test_goal_time_tolerance_and_success():
+    h = MujocoHandler()
+    home = h.model.key("home").qpos[:7]
+    points = Waypoints(np.array([0.5]), (home + 0.1)[None])
+    tight = {j: Tolerance(position=1e-12) for j in ARM}
+    ex = run(h, TrajectoryGoal(ARM, points, goal_tolerance=tight, goal_time_tolerance=0.2), 2.0)
+    assert ex.error_code == GOAL_TOLERANCE_VIOLATED
+    assert ex.feedback.time > 0.5 + 0.2
+    loose = {j: Tolerance(position=5e-3) for j in ARM}
+    ex = run(h, TrajectoryGoal(ARM, points, goal_tolerance=loose, goal_time_tolerance=1.0), 3.0)
+    assert ex.error_code == SUCCESSFUL
+
+
+def test_start_stamp_in_the_future_waits_and_in_the_past_is_refused():
+    h = MujocoHandler()
+    home = h.model.key("home").qpos[:7]
+    points = Waypoints(np.array([0.2]), (home + 0.2)[None])
+    h.step(n=100)  # sim time 0.2
+    with pytest.raises(StateValidationError, match="ended before now"):
+        h.trajectories.start("franka", TrajectoryGoal(ARM, points, start=0.0), h.sim_time())
+    ex, _ = h.trajectories.start("franka", TrajectoryGoal(ARM, points, start=0.6), h.sim_time())
+    h.step(n=150)  # sim time 0.5: not started yet, the targets hold the start state
+    np.testing.assert_array_equal(ex.feedback.desired[0], home)
+    h.step(n=300)
+    assert ex.error_code == SUCCESSFUL
+    np.testing.assert_allclose(ex.feedback.desired[0], home + 0.2)
+
+
+def test_goals_for_joints_that_cannot_follow_are_refused():
+    h = MujocoHandler()
+    home = h.model.key("home").qpos[:7]
+    for joints, pos, words in (
+        (["box_joint"], [[0.1]], "not a joint of franka"),
+        ([*ARM, "panda_joint1"], [[*home, 0.0]], "named twice"),
+        (ARM, [home[:6]], "7 positions"),
+    ):
+        goal = TrajectoryGoal(joints, Waypoints(np.array([0.5]), np.array(pos)))
+        with pytest.raises(StateValidationError, match=words):
+            h.trajectories.start("franka", goal, 0.0)
+
+
+def test_motor_joints_follow_through_the_pd_law():
+    """A trajectory on a motor (stable PD) and a servo of the actuated rig; a velocity
+    actuator cannot follow positions and is refused."""
+    h = MujocoHandler(ACTUATED, kp=2000.0, kd=80.0, actuation="stable_pd")
+    joints = ["motor_hinge", "servo_hinge"]
+    points = Waypoints(np.array([0.5, 1.0]), np.array([[0.2, 0.3], [0.4, 0.6]]))
+    tol = {j: Tolerance(position=0.01) for j in joints}
+    goal = TrajectoryGoal(joints, points, goal_tolerance=tol, goal_time_tolerance=2.0)
+    ex, _ = h.trajectories.start("rig", goal, h.sim_time())
+    for _ in range(300):
+        h.step(n=10)
+        if not ex.active:
+            break
+    assert ex.error_code == SUCCESSFUL, ex.error_string
+    dof_pos = h.get_states(render=False)[0]["robots"]["rig"]["dof_pos"]
+    assert dof_pos["motor_hinge"] == pytest.approx(0.4, abs=0.01)
+    assert dof_pos["servo_hinge"] == pytest.approx(0.6, abs=0.01)
+    bad = TrajectoryGoal(["velocity_hinge"], Waypoints(np.array([0.5]), np.array([[0.1]])))
+    with pytest.raises(StateValidationError, match="cannot follow positions"):
+        h.trajectories.start("rig", bad, h.sim_time())
