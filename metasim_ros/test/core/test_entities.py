@@ -12,7 +12,10 @@ import numpy as np
 import pytest
 
 from metasim_ros.core import MujocoHandler
-from metasim_ros.core.errors import SceneError
+from metasim_ros.core.errors import ConfigurationError, SceneError
+from metasim_ros.core.sim.interpolation import Waypoints
+from metasim_ros.core.sim.trajectory import SUCCESSFUL, TrajectoryGoal
+from metasim_ros.core.state.commands import JointCommand
 from metasim_ros.scenes import default_scene_path
 
 ARTICULATED = str(Path(__file__).parent / "scenes" / "articulated.xml")
@@ -135,3 +138,71 @@ def test_place_puts_a_fixed_entity_at_a_world_pose(spawned):
     b = h.model.body(name).id
     np.testing.assert_allclose(d.xpos[b], [1.0, 1.0, 0.1], atol=1e-15)
     np.testing.assert_allclose(d.xquat[b], q, atol=1e-15)
+
+
+def _commanded_run(edit=None) -> tuple[bytes, bytes, float, int | None]:
+    """Default scene with a velocity command, a 0.5 s wrench on the cube and a franka
+    trajectory; `edit` (a model change) after 100 steps, then 400 more."""
+    goal = TrajectoryGoal(
+        ["panda_joint2", "panda_joint4"],
+        Waypoints(np.array([0.3, 0.6]), np.array([[-0.6, -2.2], [-0.5, -2.1]])),
+    )
+    h = MujocoHandler()
+    h.command({"panda_joint1": JointCommand(velocity=0.2)})
+    h.apply_wrench(0, "cube", [0.0, 0.0, 1.5], [0.0, 0.0, 0.0], [0.5, 0.0, 0.45], 0.5)
+    ex, _ = h.trajectories.start("franka", goal, h.sim_time(0))
+    h.step(n=100)
+    nq, nv = h.model.nq, h.model.nv
+    if edit is not None:
+        edit(h)
+    h.step(n=150)  # the wrench ends at 0.5 s, within these steps
+    assert not h.synced_data(0).xfrc_applied[h.model.body("cube").id].any()
+    h.step(n=250)
+    d = h.synced_data(0)
+    return d.qpos[:nq].copy(), d.qvel[:nv].copy(), d.time, ex.error_code
+
+
+def test_commands_wrenches_and_trajectories_carry_over_model_edits():
+    """What the handler keeps beside MjData (command modes, wrench end times, a running
+    trajectory) follows a model edit: after a recompile of the same model everything
+    continues bit for bit; after a far spawn too, within MuJoCo's own rounding (the
+    bigger model sums its dofs in another order while the arm moves: ~1e-10 here)."""
+    plain = _commanded_run()
+    assert plain[3] == SUCCESSFUL
+    same = _commanded_run(lambda h: h.edit_model(lambda spec: None))
+    assert [a.tobytes() for a in same[:2]] == [a.tobytes() for a in plain[:2]]
+    assert same[2:] == plain[2:]
+    spawned = _commanded_run(lambda h: h.spawn("crate", CRATE, pos=[5.0, 5.0, 0.06]))
+    assert spawned[2:] == plain[2:]
+    np.testing.assert_allclose(spawned[0], plain[0], rtol=0, atol=1e-8)
+    np.testing.assert_allclose(spawned[1], plain[1], rtol=0, atol=1e-6)
+
+
+def test_far_spawn_keeps_commands_and_wrenches_bit_identical():
+    """Without a trajectory moving the arm, a far spawn leaves the commanded joint and the
+    pushed cube exactly as without it, and the wrench ends on the same step."""
+    runs = []
+    for spawn in (False, True):
+        h = MujocoHandler()
+        h.command({"panda_joint1": JointCommand(velocity=0.2)})
+        h.apply_wrench(0, "cube", [0.0, 0.0, 1.5], [0.0, 0.0, 0.0], [0.5, 0.0, 0.45], 0.5)
+        h.step(n=100)
+        nq = h.model.nq
+        if spawn:
+            h.spawn("crate", CRATE, pos=[5.0, 5.0, 0.06])
+        h.step(n=149)
+        assert h.synced_data(0).xfrc_applied[h.model.body("cube").id].any()  # not yet
+        h.step(n=251)
+        runs.append(h.synced_data(0).qpos[:nq].tobytes())
+    assert runs[0] == runs[1]
+
+
+def test_per_joint_gains_follow_the_joints_that_are_there():
+    """A gain named for a joint is refused at start-up when no motor joint has that name;
+    deleting the robot whose joint it names is not refused: it applies while it is there."""
+    with pytest.raises(ConfigurationError, match="no robot joint"):
+        MujocoHandler(ARTICULATED, kp={"ghost": 5.0})
+    h = MujocoHandler(ARTICULATED, kp={"knee": 5.0, "*": 50.0})
+    h.delete("walker")
+    assert "walker" not in h.robot_of_joint.values()
+    h.step(n=10)
