@@ -80,12 +80,10 @@ fi
 # shellcheck source=tools/env.sh
 . "$ROOT/tools/env.sh" --no-workspace
 paths=(metasim_msgs metasim_ros)
-if ! python -c "import tf2_msgs.msg" 2>/dev/null; then
-  paths+=(tools/compat/tf2_msgs)   # no tf2_msgs in this ROS: build the stand-in
-fi
-if ! python -c "import control_msgs.action" 2>/dev/null; then
-  paths+=(tools/compat/control_msgs)   # no control_msgs: FollowJointTrajectory stand-in
-fi
+for compat in tools/compat/*/; do   # interfaces with no wheel: stand-ins where ROS lacks them
+  pkg=$(basename "$compat")
+  python -c "import $pkg.msg" 2>/dev/null || paths+=("${compat%/}")
+done
 say "colcon build (${paths[*]})"
 set +e
 colcon build --base-paths "${paths[@]}" --cmake-args -DBUILD_TESTING=OFF \

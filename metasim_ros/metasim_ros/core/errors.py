@@ -53,3 +53,36 @@ class PathRefusedError(RequestError):
 
 class ConfigurationError(RequestError):
     """A configuration value (e.g. a gain for an unknown joint) the scene cannot take."""
+
+
+class NotFoundError(RequestError):
+    """No entity, named pose, world or file of the name given."""
+
+
+class UnknownEntityError(NotFoundError, SceneError):
+    """No entity (direct child body of the worldbody) of that name."""
+
+
+class UnsupportedError(RequestError):
+    """A feature or request option this simulator does not offer."""
+
+
+class IncorrectStateError(RequestError):
+    """Not possible in the current run state (e.g. stepping while playing, no world)."""
+
+
+class ResourceError(SceneError):
+    """An entity or world resource was refused. `kind` says why, for callers that map it
+    to codes: 'no_resource', 'format', 'parse', 'assets', 'name', 'name_taken', 'pose'."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        self.kind = kind
+        super().__init__(message)
+
+
+class TransitionError(RequestError):
+    """A run-state change refused: `kind` 'already' (in that state) or 'incorrect'."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        self.kind = kind
+        super().__init__(message)

@@ -1,6 +1,6 @@
 # Copyright 2026 metasim_ros developers
 # SPDX-License-Identifier: Apache-2.0
-"""Confining user-given file names to one directory (the node's snapshot directory).
+"""Confining user-given file names to one directory (snapshots, spawnables, worlds).
 
 Service callers anywhere on the ROS graph name files; they may only ever reach files
 inside the directory the node was configured with.
@@ -16,7 +16,9 @@ from metasim_ros.core.errors import PathRefusedError
 __all__ = ["PathRefusedError", "resolve_inside"]
 
 
-def resolve_inside(root: str | os.PathLike, name: str) -> Path:
+def resolve_inside(
+    root: str | os.PathLike, name: str, what: str = "the snapshot directory"
+) -> Path:
     """The real path of `name` relative to `root`; refuses anything leaving `root`.
 
     Refused: empty names, NUL or control characters, absolute paths, '..' components,
@@ -28,17 +30,13 @@ def resolve_inside(root: str | os.PathLike, name: str) -> Path:
         raise PathRefusedError(f"path {name!r} contains NUL or control characters")
     rel = PurePosixPath(name)
     if rel.is_absolute():
-        raise PathRefusedError(
-            f"path {name!r} is absolute; give a path inside the snapshot directory"
-        )
+        raise PathRefusedError(f"path {name!r} is absolute; give a path inside {what}")
     if ".." in rel.parts:
         raise PathRefusedError(f"path {name!r} contains '..'")
     base = Path(root).resolve()
     target = (base / rel).resolve()
     if target != base and base not in target.parents:
-        raise PathRefusedError(
-            f"path {name!r} leads outside the snapshot directory (via a symlink)"
-        )
+        raise PathRefusedError(f"path {name!r} leads outside {what} (via a symlink)")
     if target == base:
-        raise PathRefusedError(f"path {name!r} names the snapshot directory itself, not a file")
+        raise PathRefusedError(f"path {name!r} names {what} itself, not a file")
     return target

@@ -33,18 +33,15 @@ class _CameraTopics:
 
     def __init__(
         self,
-        node: Node,
+        pubs: tuple,
         model: mujoco.MjModel,
         cam_id: int,
-        name: str,
         width: int,
         height: int,
         frame: str,
     ) -> None:
         self.cam_id, self.width, self.height = cam_id, width, height
-        self.rgb_pub = node.create_publisher(Image, f"~/{name}/image_raw", IMAGE_QOS)
-        self.depth_pub = node.create_publisher(Image, f"~/{name}/depth/image_raw", IMAGE_QOS)
-        self.info_pub = node.create_publisher(CameraInfo, f"~/{name}/camera_info", IMAGE_QOS)
+        self.rgb_pub, self.depth_pub, self.info_pub = pubs
         big = int(sys.byteorder == "big")
         self.rgb = Image(
             width=width, height=height, encoding="rgb8", step=3 * width, is_bigendian=big
@@ -81,34 +78,65 @@ class _CameraTopics:
 
 
 class CameraStreamer:
-    """Renders environment 0's cameras at `camera_rate` for the cameras someone watches."""
+    """Renders environment 0's cameras at `camera_rate` for the cameras someone watches.
+
+    Follows model changes in its own thread: when the model version changes it rebuilds
+    its topics (a camera's publishers stay while its name does), its MjData copy and its
+    renderer before rendering again.
+    """
 
     def __init__(self, node: Node, sim: SimulationAccess, params: SimParameters) -> None:
+        self._node = node
         self._sim = sim
         self._params = params
         self._log_error = node.get_logger().error
-        model = sim.handler.model
-        self._topics = [
-            _CameraTopics(
-                node,
-                model,
-                c,
-                model.camera(c).name,
-                params.camera_width,
-                params.camera_height,
-                f"{params.frame_prefix}{model.camera(c).name}_optical_frame",
-            )
-            for c in range(model.ncam)
-        ]
-        self._copy = mujoco.MjData(model)
+        self._pubs: dict[str, tuple] = {}
+        self._topics: list[_CameraTopics] = []
         self._renderer: CameraRenderer | None = None
+        with sim.locked() as h:
+            self._follow(h)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="cameras", daemon=True)
 
+    def _follow(self, h) -> None:
+        """Build topics, copy buffer and (lazily) renderer for the handler's current model;
+        called with the simulation held."""
+        model, p = h.model, self._params
+        self._version = h.model_version
+        names = [model.camera(c).name for c in range(model.ncam)]
+        for gone in set(self._pubs) - set(names):
+            for pub in self._pubs.pop(gone):
+                self._node.destroy_publisher(pub)
+        for name in names:
+            if name not in self._pubs:
+                self._pubs[name] = tuple(
+                    self._node.create_publisher(kind, f"~/{name}/{topic}", IMAGE_QOS)
+                    for kind, topic in (
+                        (Image, "image_raw"),
+                        (Image, "depth/image_raw"),
+                        (CameraInfo, "camera_info"),
+                    )
+                )
+        self._topics = [
+            _CameraTopics(
+                self._pubs[name],
+                model,
+                c,
+                p.camera_width,
+                p.camera_height,
+                f"{p.frame_prefix}{name}_optical_frame",
+            )
+            for c, name in enumerate(names)
+        ]
+        self._model = model
+        self._copy = mujoco.MjData(model)
+        if self._renderer is not None:  # its GL context belongs to this (camera) thread
+            self._renderer.close()
+            self._renderer = None
+
     def start(self) -> None:
-        """Start the camera thread (when the scene has cameras)."""
-        if self._topics:
-            self._thread.start()
+        """Start the camera thread (it follows the model even while there is no camera)."""
+        self._thread.start()
 
     def stop(self) -> None:
         """Stop the camera thread and release its GL context."""
@@ -119,6 +147,9 @@ class CameraStreamer:
     def _run(self) -> None:
         try:
             while not self._stop.wait(1.0 / self._params.camera_rate):
+                if self._sim.model_version != self._version:  # a new model: follow it first
+                    with self._sim.locked() as h:
+                        self._follow(h)
                 wanted = [t for t in self._topics if t.wanted()]
                 if wanted:
                     self._render(wanted)
@@ -132,14 +163,17 @@ class CameraStreamer:
                 self._renderer.close()
 
     def _render(self, topics: list[_CameraTopics]) -> None:
+        with self._sim.locked() as h:
+            if h.model_version != self._version:  # changed since the topics were chosen
+                self._follow(h)
+                return
+            h.copy_synced(0, self._copy)
         if self._renderer is None:
             self._renderer = CameraRenderer(
-                self._sim.handler.model,
+                self._model,
                 [(t.width, t.height) for t in self._topics],
                 fast=self._params.render_quality == "fast",
             )
-        with self._sim.locked() as h:
-            h.copy_synced(0, self._copy)
         for t in topics:
             rgb, depth = self._renderer.render(self._copy, t.cam_id, t.width, t.height)
             t.publish(rgb, depth, self._copy.time)

@@ -23,14 +23,12 @@ from metasim_ros.ros.parameters import SimParameters
 
 
 class ContactTopics:
-    """Contacts of env 0 as messages; `active()` says whether anyone listens."""
+    """Contacts of env 0 as messages; `active()` says whether anyone listens; `follow`
+    takes a new model's names (from the streams' tick, under the simulation lock)."""
 
     def __init__(
         self, node: Node, handler: MujocoHandler, tree: FrameTree, params: SimParameters
     ) -> None:
-        m = handler.model
-        self._geoms = names(m, mujoco.mjtObj.mjOBJ_GEOM, m.ngeom)
-        self._bodies = handler.body_names
         self._params = params
         self._pub = node.create_publisher(Contacts, "~/contacts", 10)
         self._marker_pub = node.create_publisher(MarkerArray, "~/contact_markers", 10)
@@ -40,6 +38,13 @@ class ContactTopics:
         self._markers = MarkerArray()
         self._clear = Marker(action=Marker.DELETEALL, ns="contacts")
         self._marker_pool: list[Marker] = []
+        self.follow(handler, tree)
+
+    def follow(self, handler: MujocoHandler, tree: FrameTree) -> None:
+        """Geom and body names of the handler's current model (with the simulation held)."""
+        m = handler.model
+        self._geoms = names(m, mujoco.mjtObj.mjOBJ_GEOM, m.ngeom)
+        self._bodies = handler.body_names
 
     def active(self) -> bool:
         """Someone subscribes to the contacts or their markers."""

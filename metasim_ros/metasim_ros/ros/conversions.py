@@ -77,20 +77,22 @@ def fill_wrench(wrench: Wrench, values: np.ndarray) -> None:
 class WorldStateFiller:
     """Builds one WorldState message per environment once, then refills it.
 
-    Touches only the (immutable) model, never MjData: fill() runs after the simulation
-    lock is released, from values copied under it.
+    Holds the model layout it was built for (build it while holding the simulation, and
+    again after a model change) and never MjData: fill() runs after the simulation lock
+    is released, from values copied under it.
     """
 
     def __init__(self, handler, world_frame: str = "world") -> None:
-        self._handler = handler
+        self._model = handler.model
+        self._models = handler.models
         self._world_frame = world_frame
         self._msgs: dict[int, WorldState] = {}
 
     def _build(self, env_id: int) -> WorldState:
         msg = WorldState(env_id=env_id)
         msg.header.frame_id = self._world_frame
-        model = self._handler.model
-        for info in self._handler.models:
+        model = self._model
+        for info in self._models:
             msg.model_states.append(
                 ModelState(
                     name=info.name,
@@ -119,7 +121,7 @@ class WorldStateFiller:
         msg = self._msgs.get(env_id) or self._msgs.setdefault(env_id, self._build(env_id))
         msg.header.stamp = stamp(sim_time)
         by_name = {r.name: r for r in readings}
-        for ms, info in zip(msg.model_states, self._handler.models):
+        for ms, info in zip(msg.model_states, self._models):
             m = state["robots" if info.kind == "robot" else "objects"][info.name]
             fill_pose(ms.pose, m["pos"], m["rot"])
             fill_twist(ms.twist, m["vel"], m["ang_vel"])

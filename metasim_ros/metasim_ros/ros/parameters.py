@@ -51,6 +51,14 @@ def _resolve_snapshot_dir(value: str) -> str:
     return os.path.expanduser(value or _default_snapshot_dir())
 
 
+def _ros_home_dir(name: str) -> Callable[[str], str]:
+    def resolve(value: str) -> str:
+        home = os.environ.get("ROS_HOME") or os.path.join(os.path.expanduser("~"), ".ros")
+        return os.path.expanduser(value or os.path.join(home, name))
+
+    return resolve
+
+
 def _num(v: float | int) -> str:
     """A number as people write it: 0, 1.5, 1000000 (not 1e+06)."""
     if isinstance(v, float) and v.is_integer() and abs(v) < 1e16:
@@ -264,6 +272,31 @@ class SimParameters:
         "controller's update rate)",
         low=1.0,
         high=100_000.0,
+    )
+    sim_interfaces_namespace: str = _p(
+        "~",
+        "namespace of the simulation_interfaces (standard simulator API) services and "
+        "action: '~' = the node's (/sim_node/spawn_entity, ...); '/' = none, the global "
+        "names Gazebo (ros_gz_sim) and Isaac Sim serve (/spawn_entity, ...); or any namespace",
+    )
+    spawnables_dir: str = _p(
+        "",
+        "directory of the MJCF/URDF files GetSpawnables lists and SpawnEntity URIs name; "
+        "empty = $ROS_HOME/metasim_spawnables; nothing outside it is read",
+        resolve=_ros_home_dir("metasim_spawnables"),
+    )
+    worlds_dir: str = _p(
+        "",
+        "directory of the scene files GetAvailableWorlds lists and LoadWorld URIs name; "
+        "empty = $ROS_HOME/metasim_worlds; nothing outside it is read",
+        resolve=_ros_home_dir("metasim_worlds"),
+    )
+    entity_bounds: str = _p(
+        "box",
+        "what GetEntityBounds returns: 'box' (axis-aligned in the entity's root body frame) "
+        "or 'convex_hull' (the geoms' corner and mesh vertex points in that frame)",
+        dynamic=True,
+        choices=("box", "convex_hull"),
     )
     step_limit: int = _p(
         1_000_000,

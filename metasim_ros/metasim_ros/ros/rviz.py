@@ -2,14 +2,16 @@
 # SPDX-License-Identifier: Apache-2.0
 """What rviz2 needs besides TF: ~/scene_markers and robot_description.
 
-Both are latched (reliable, transient local, depth 1): published at start-up and when
-their parameters change, never per physics step. Markers are frame-locked in their
-body's TF frame, so rviz2 moves them with /tf. Each MarkerArray starts with a DELETEALL,
-so the latched message alone is the whole current picture.
+Both are latched (reliable, transient local, depth 1): published at start-up, when
+their parameters change and after the model changed (spawn, delete, a new world), never
+per physics step. Markers are frame-locked in their body's TF frame, so rviz2 moves them
+with /tf. Each MarkerArray starts with a DELETEALL, so the latched message alone is the
+whole current picture.
 """
 
 from __future__ import annotations
 
+import threading
 import traceback
 from collections.abc import Iterable
 
@@ -56,29 +58,54 @@ def marker_array(visuals: Iterable[mk.GeomVisual], frames: list[str]) -> MarkerA
 
 
 class RvizTopics:
-    """Publishes ~/scene_markers and (when the scene has robots) robot_description."""
+    """Publishes ~/scene_markers and (while the scene has robots) robot_description.
 
-    def __init__(
-        self, node: Node, sim: SimulationAccess, params: SimParameters, tree: FrameTree
-    ) -> None:
-        handler = sim.handler  # immutable facts only: the model, its robots, the scene file
-        self._model = handler.model
-        self._frames = tree.body_frames
+    Follows model changes (spawn, delete, a new world) through SimulationAccess.follow_model:
+    the model is taken under the lock, both are built and republished after it (a
+    compiled model is never modified in place, so reading it after the lock is safe).
+    """
+
+    def __init__(self, node: Node, sim: SimulationAccess, params: SimParameters) -> None:
+        self._node = node
+        self._params = params
+        self._log = node.get_logger()
+        self._mutex = threading.RLock()  # one publisher of the pair at a time, in order
         self._markers = node.create_publisher(MarkerArray, "~/scene_markers", LATCHED_QOS)
-        self.publish_markers(params)
+        self._description = None
+        sim.follow_model(
+            lambda h: (h.model, list(h.robots), h.scene_path, list(h.body_names)), self._build
+        )
+
+    def _build(self, taken: tuple) -> None:
+        """Markers and description of a new model, republished."""
+        model, robots, path, body_names = taken
+        with self._mutex:
+            frames = FrameTree(model, body_names, self._params.frame_prefix).body_frames
+            self._scene = (model, frames)
+            self.publish_markers(self._params)
+            self._publish_description(model, robots, path)
+
+    def _publish_description(self, model, robots: list, path: str | None) -> None:
         try:
-            text = robot_description(
-                handler.model, handler.robots, handler.scene_path, params.marker_groups
-            )
+            text = robot_description(model, robots, path, self._params.marker_groups)
         except Exception:  # a bug in the description must not keep the simulation from running
-            node.get_logger().error(f"no robot_description:\n{traceback.format_exc()}")
+            self._log.error(f"no robot_description:\n{traceback.format_exc()}")
             text = None
-        if text is not None:
-            self._description = node.create_publisher(String, "robot_description", LATCHED_QOS)
-            self._description.publish(String(data=text))
+        if text is None:  # no robots (any more): no topic, no stale latched description
+            if self._description is not None:
+                self._node.destroy_publisher(self._description)
+                self._description = None
+            return
+        if self._description is None:
+            self._description = self._node.create_publisher(
+                String, "robot_description", LATCHED_QOS
+            )
+        self._description.publish(String(data=text))
 
     def publish_markers(self, params: SimParameters) -> None:
         """The markers for the current `markers` / `marker_groups` (only a DELETEALL when
         markers are off)."""
-        visuals = mk.geom_visuals(self._model, params.marker_groups) if params.markers else []
-        self._markers.publish(marker_array(visuals, self._frames))
+        with self._mutex:
+            model, frames = self._scene
+            visuals = mk.geom_visuals(model, params.marker_groups) if params.markers else []
+            self._markers.publish(marker_array(visuals, frames))

@@ -19,6 +19,7 @@ import numpy as np
 from geometry_msgs.msg import WrenchStamped
 from metasim_msgs.msg import SensorReading, SensorReadings
 from rclpy.node import Node
+from rclpy.publisher import Publisher
 from sensor_msgs.msg import Imu, MagneticField, Range
 
 from metasim_ros.core.sensors import SensorDevice
@@ -58,29 +59,45 @@ def _set3(vec, v: np.ndarray) -> None:
 
 
 class SensorTopics:
-    """Publishers and preallocated messages for every sensor of a scene."""
+    """Publishers and preallocated messages for every sensor of a scene.
+
+    Follows model changes (`follow`, from the streams' tick under the simulation lock):
+    a device's publisher stays while its topic and kind do; devices gone lose theirs.
+    """
 
     def __init__(
         self, node: Node, handler: MujocoHandler, tree: FrameTree, params: SimParameters
     ) -> None:
-        table = handler.sensors
+        self._node = node
         self._params = params
         self._raw_pub = node.create_publisher(SensorReadings, "~/sensors", 10)
-        self._raw = SensorReadings()
-        self._raw.header.frame_id = tree.world
-        self._raw.readings = [
+        self._pubs: dict[tuple[str, str], Publisher] = {}  # (topic, kind) -> publisher
+        self.follow(handler, tree)
+
+    def follow(self, handler: MujocoHandler, tree: FrameTree) -> None:
+        """Messages and device topics for the handler's current model."""
+        table = handler.sensors
+        raw = SensorReadings()
+        raw.header.frame_id = tree.world
+        raw.readings = [
             SensorReading(
                 name=s.name, type=s.type, object_type=s.object_type, object_name=s.object_name
             )
             for s in table.sensors
         ]
-        self._devices: list[tuple[Callable, object, Callable[[CoreReadings], None]]] = []
+        devices: list[tuple[Callable, object, Callable[[CoreReadings], None]]] = []
+        pubs: dict[tuple[str, str], Publisher] = {}
         for device, topic in zip(table.devices, device_topics(table.devices)):
             msg = _MESSAGES[device.kind]()
             msg.header.frame_id = tree.site_names[device.site]
             fill = getattr(self, f"_{device.kind}")(msg, device)
-            pub = node.create_publisher(type(msg), topic, 10)
-            self._devices.append((pub.publish, msg, fill))
+            key = (topic, device.kind)
+            pub = self._pubs.pop(key, None) or self._node.create_publisher(type(msg), topic, 10)
+            pubs[key] = pub
+            devices.append((pub.publish, msg, fill))
+        for gone in self._pubs.values():
+            self._node.destroy_publisher(gone)
+        self._raw, self._devices, self._pubs = raw, devices, pubs
 
     @property
     def count(self) -> int:

@@ -84,6 +84,7 @@ class _Replies(threading.local):
 
     def __init__(self) -> None:
         self.filler: WorldStateFiller | None = None
+        self.version = -1  # the model version the filler was built for
         self.get_states = GetStates.Response()
 
 
@@ -114,8 +115,8 @@ class SimServices:
     @replying
     def set_states(self, request: SetStates.Request, response: SetStates.Response):
         """~/set_states: partial states, all or nothing."""
-        states, env_ids = world_to_states(self._sim.handler, request.states)  # model facts only
-        with self._sim.locked() as h:
+        with self._sim.locked() as h:  # parsed against the model it is applied to
+            states, env_ids = world_to_states(h, request.states)
             h.set_states(states, env_ids)
         self._sim.changed()
         response.success, response.message = True, f"set {len(states)} environment(s)"
@@ -126,9 +127,12 @@ class SimServices:
         """~/get_states: every env's WorldState (copied under the lock, filled after)."""
         with self._sim.locked() as h:
             readings = [read_world(h, e) for e in range(h.num_envs)]
-        replies = self._replies
-        if replies.filler is None:
-            replies.filler = WorldStateFiller(self._sim.handler)
+            version = h.model_version
+            replies = self._replies
+            if replies.filler is None or replies.version != version:
+                replies.filler, replies.version = WorldStateFiller(h), version  # this layout
+                replies.get_states.states = []
+        if not replies.get_states.states:
             replies.get_states.states = [replies.filler.fill(e, *r) for e, r in enumerate(readings)]
         else:  # the reply's messages are the filler's: refilled in place
             for e, r in enumerate(readings):

@@ -17,16 +17,13 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import JointState
-from tf2_msgs.msg import TFMessage
 
 from metasim_ros.core.errors import RequestError
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.sim.actuation import parse_gains
 from metasim_ros.core.sim.handler import MujocoHandler
-from metasim_ros.core.state.frames import FrameTree
 from metasim_ros.ros import parameters
 from metasim_ros.ros.camera_streamer import CameraStreamer
 from metasim_ros.ros.contact_topics import ContactTopics
@@ -35,15 +32,11 @@ from metasim_ros.ros.joint_command import JointCommandSubscriber
 from metasim_ros.ros.rviz import RvizTopics
 from metasim_ros.ros.sensor_topics import SensorTopics
 from metasim_ros.ros.services import ServiceGroups, SimServices
+from metasim_ros.ros.sim_interfaces import SimInterfaces, quit_soon
 from metasim_ros.ros.streams import Streams
-from metasim_ros.ros.tf import static_message
 from metasim_ros.ros.trajectory_server import TrajectoryServer
 from metasim_ros.ros.wrench_services import WrenchServices
 
-#: /tf_static: latched for late joiners (what a StaticTransformBroadcaster does).
-TF_STATIC_QOS = QoSProfile(
-    depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
-)
 #: The physics thread releases the GIL inside every mj_step; with Python's default 5 ms
 #: switch interval it then waits behind any busy callback thread for up to that long.
 SWITCH_INTERVAL = 2e-4
@@ -81,16 +74,18 @@ class SimNode(Node):
         )
         self.sim.pause(p.paused)
 
-        tree = FrameTree(handler.model, handler.body_names, p.frame_prefix)
-        self._tf_static_pub = self.create_publisher(TFMessage, "/tf_static", TF_STATIC_QOS)
-        self._tf_static_pub.publish(static_message(tree, handler.sim_time(0)))
-        self.streams = Streams(self, self.sim, p, tree)
-        self.rviz = RvizTopics(self, self.sim, p, tree)
+        self.streams = Streams(self, self.sim, p)  # also /tf_static, again after model changes
+        self.rviz = RvizTopics(self, self.sim, p)  # follows model changes itself
+        tree = self.streams.tree
         sensors = SensorTopics(self, handler, tree, p)
-        if sensors.count:
-            self.streams.add(
-                "sensor_rate", p.sensor_rate, lambda h: h.sensor_readings(0), sensors.publish
-            )
+        self.streams.add(
+            "sensor_rate",
+            p.sensor_rate,
+            lambda h: h.sensor_readings(0),
+            sensors.publish,
+            lambda: sensors.count > 0,
+            sensors.follow,
+        )
         contacts = ContactTopics(self, handler, tree, p)
         self.streams.add(
             "contact_rate",
@@ -98,12 +93,12 @@ class SimNode(Node):
             lambda h: h.contacts(0),
             contacts.publish,
             contacts.active,
+            contacts.follow,
         )
 
-        #: Command inputs (~/joint_targets, and later commands and trajectories): their own
-        #: group, never behind a snapshot or a long step.
+        #: Command inputs (~/joint_targets, /joint_command, trajectories): their own groups,
+        #: never behind a snapshot or a long step.
         self.input_group = MutuallyExclusiveCallbackGroup()
-        self._robot_of_joint = {j: r.name for r in handler.robots for j in r.joints}
         self.create_subscription(
             JointState,
             "~/joint_targets",
@@ -116,6 +111,10 @@ class SimNode(Node):
         self.sim_services = SimServices(self, self.sim, p)
         self.wrench_services = WrenchServices(self, self.sim, self.sim_services.groups.writes)
         self.cameras = CameraStreamer(self, self.sim, p)
+        self.quit = threading.Event()  # SetSimulationState QUITTING: main() ends the node
+        self.sim_interfaces = SimInterfaces(
+            self, self.sim, p, self.sim_services.groups.writes, quit_soon(self.quit)
+        )
         self.add_on_set_parameters_callback(parameters.check_update)
         self.add_post_set_parameters_callback(self._apply_parameters)
 
@@ -147,8 +146,8 @@ class SimNode(Node):
     # -- subscriptions ---------------------------------------------------------------
     def _on_joint_targets(self, msg: JointState) -> None:
         try:
-            targets = targets_from_joint_state(msg, self._robot_of_joint)
-            with self.sim.locked() as h:
+            with self.sim.locked() as h:  # the robots of the current model
+                targets = targets_from_joint_state(msg, h.robot_of_joint)
                 h.set_states([targets] * h.num_envs)
         except RequestError as exc:
             self.get_logger().warning(f"~/joint_targets ignored: {exc}")
@@ -188,7 +187,7 @@ def main(args: list[str] | None = None) -> int:
     executor.add_node(node)
     try:
         node.start()
-        while not stop.is_set():
+        while not stop.is_set() and not node.quit.is_set():
             try:
                 executor.spin_once(timeout_sec=0.1)
             except Exception:  # a callback's bug: report it, keep serving everyone else

@@ -1,6 +1,6 @@
 # Copyright 2026 metasim_ros developers
 # SPDX-License-Identifier: Apache-2.0
-"""The node's periodic topics (/clock, joint_states, ~/world_state, /tf).
+"""The node's periodic topics (/clock, joint_states, ~/world_state, /tf) and /tf_static.
 
 They are published from the physics thread, between physics batches (a tick callback
 of the physics loop): one short lock hold copies what every due topic needs, messages
@@ -22,7 +22,7 @@ from typing import Any
 
 from metasim_msgs.msg import WorldState
 from rclpy.node import Node
-from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from tf2_msgs.msg import TFMessage
@@ -32,10 +32,14 @@ from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.state.frames import FrameTree
 from metasim_ros.ros.conversions import JointStateFiller, WorldStateFiller, stamp
 from metasim_ros.ros.parameters import SimParameters
-from metasim_ros.ros.tf import DynamicTf
+from metasim_ros.ros.tf import DynamicTf, static_message
 
 #: /clock: reliable keep-last-1 matches both reliable and best-effort (rclpy's) readers.
 CLOCK_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
+#: /tf_static: latched for late joiners (what a StaticTransformBroadcaster does).
+TF_STATIC_QOS = QoSProfile(
+    depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
+)
 
 
 @dataclass
@@ -62,22 +66,39 @@ def read_world(h: MujocoHandler, env_id: int) -> tuple:
     )
 
 
-class Streams:
-    """Rates are wall-clock Hz; `set_rate` takes a parameter name (e.g. 'tf_rate')."""
+class _Layout:
+    """Everything the topics derive from one model: preallocated messages and the frame
+    tree. Built while holding the simulation, for the model version it records."""
 
-    def __init__(
-        self, node: Node, sim: SimulationAccess, params: SimParameters, tree: FrameTree
-    ) -> None:
+    def __init__(self, h: MujocoHandler, frame_prefix: str) -> None:
+        self.version = h.model_version
+        self.joints = JointStateFiller(h)
+        self.world = WorldStateFiller(h)
+        self.tree = FrameTree(h.model, h.body_names, frame_prefix)
+        self.tf = DynamicTf(self.tree)
+        self.static_tf = static_message(self.tree, h.sim_time(0))
+
+
+class Streams:
+    """Rates are wall-clock Hz; `set_rate` takes a parameter name (e.g. 'tf_rate').
+
+    After a model change (spawn, delete, a new world) the tick that first sees the new
+    model version rebuilds the layout under the same lock hold, before reading anything,
+    and republishes /tf_static: no topic is ever filled with a stale layout.
+    """
+
+    def __init__(self, node: Node, sim: SimulationAccess, params: SimParameters) -> None:
         self._sim = sim
-        h = sim.handler
+        self._prefix = params.frame_prefix
         clock_pub = node.create_publisher(Clock, "/clock", CLOCK_QOS)
         clock_msg = Clock()
         joint_pub = node.create_publisher(JointState, "joint_states", 10)
-        joints = JointStateFiller(h)
         world_pub = node.create_publisher(WorldState, "~/world_state", 10)
-        world = WorldStateFiller(h)
         tf_pub = node.create_publisher(TFMessage, "/tf", 100)
-        tf = DynamicTf(tree)
+        self._static_pub = node.create_publisher(TFMessage, "/tf_static", TF_STATIC_QOS)
+        with sim.locked() as h:
+            self._layout = _Layout(h, self._prefix)
+        self._static_pub.publish(self._layout.static_tf)
 
         def publish_clock(sim_time: float) -> None:
             clock_msg.clock = stamp(sim_time)
@@ -85,12 +106,14 @@ class Streams:
 
         def publish_world(readings: list) -> None:
             for env_id, reading in enumerate(readings):
-                world_pub.publish(world.fill(env_id, *reading))
+                world_pub.publish(self._layout.world.fill(env_id, *reading))
 
         self._streams = {
             "clock_rate": _Stream(1 / params.clock_rate, lambda h: h.sim_time(0), publish_clock),
             "joint_state_rate": _Stream(
-                1 / params.joint_state_rate, lambda h: joints.fill(0), joint_pub.publish
+                1 / params.joint_state_rate,
+                lambda h: self._layout.joints.fill(0),
+                joint_pub.publish,
             ),
             "world_state_rate": _Stream(
                 1 / params.world_state_rate,
@@ -99,11 +122,12 @@ class Streams:
             ),
             "tf_rate": _Stream(
                 1 / params.tf_rate,
-                lambda h: tf.read(h.synced_data(0)),
-                lambda r: tf_pub.publish(tf.fill(r)),
+                lambda h: self._layout.tf.read(h.synced_data(0)),
+                lambda r: tf_pub.publish(self._layout.tf.fill(r)),
             ),
         }
         self._next_due = 0.0  # earliest due time of any stream: the cheap test per tick
+        self._followers: list[Callable[[MujocoHandler, FrameTree], None]] = []
         sim.on_change(self.publish_all_soon)
         sim.loop.add_tick(self.tick)
 
@@ -114,14 +138,24 @@ class Streams:
         read: Callable[[MujocoHandler], Any],
         publish: Callable[[Any], None],
         active: Callable[[], bool] | None = None,
+        follow: Callable[[MujocoHandler, FrameTree], None] | None = None,
     ) -> None:
-        """Another periodic topic; `name` is its rate parameter (for `set_rate`)."""
+        """Another periodic topic; `name` is its rate parameter (for `set_rate`).
+        `follow(handler, tree)` rebuilds what the topic derives from the model: it runs
+        under the lock, in the same hold as (and before) the first read of a new model."""
         self._streams[name] = _Stream(_period(hz), read, publish, 0.0, active)
+        if follow is not None:
+            self._followers.append(follow)
         self._next_due = 0.0
 
     @property
+    def tree(self) -> FrameTree:
+        """The frame tree of the model the topics were last built for."""
+        return self._layout.tree
+
+    @property
     def names(self) -> set[str]:
-        """Rate parameter names of the streams (a scene without sensors has no sensor_rate)."""
+        """Rate parameter names of the streams."""
         return set(self._streams)
 
     def set_rate(self, name: str, hz: float) -> None:
@@ -145,11 +179,18 @@ class Streams:
             nxt = s.due + s.period
             s.due = nxt if nxt > now else now + s.period  # no bursts to catch up after a stall
         due = [s for s in due if s.active is None or s.active()]
-        if not due:
+        if not due:  # the layout follows a new model at the next tick that reads
             self._next_due = min(s.due for s in self._streams.values())
             return
+        rebuilt = False
         with self._sim.locked() as h:
+            if h.model_version != self._layout.version:
+                self._layout, rebuilt = _Layout(h, self._prefix), True
+                for follow in self._followers:
+                    follow(h, self._layout.tree)
             readings = [s.read(h) for s in due]
+        if rebuilt:
+            self._static_pub.publish(self._layout.static_tf)
         for s, reading in zip(due, readings):
             s.publish(reading)
         self._next_due = min(s.due for s in self._streams.values())

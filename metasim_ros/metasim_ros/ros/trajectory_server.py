@@ -116,27 +116,23 @@ def feedback_message(ex: TrajectoryExecution, fb: Feedback) -> FollowJointTrajec
 
 
 class TrajectoryServer:
-    """One FollowJointTrajectory server per robot, and the `~/joint_trajectory` topic."""
+    """One FollowJointTrajectory server per robot, and the `~/joint_trajectory` topic.
+
+    Follows model changes (SimulationAccess.follow_model): a robot that appears gets its
+    server before the request that spawned it replies; a deleted robot's running goal was
+    aborted by the change (INVALID_GOAL), and its server stays, refusing goals, until a
+    robot of that name is back.
+    """
 
     def __init__(self, node: Node, sim: SimulationAccess, action_name: str) -> None:
         """action_name: with {robot} standing for each robot's name."""
+        self._node = node
         self._sim = sim
+        self._action_name = action_name
         self._log = node.get_logger()
-        h = sim.handler
-        self._robot_of_joint = {j: r.name for r in h.robots for j in r.joints}
-        group = ReentrantCallbackGroup()  # goals wait for their outcome concurrently
-        self.servers = [
-            ActionServer(
-                node,
-                FollowJointTrajectory,
-                action_name.format(robot=r.name),
-                execute_callback=lambda gh, robot=r.name: self._execute(robot, gh),
-                goal_callback=lambda goal, robot=r.name: self._check(robot, goal),
-                cancel_callback=lambda _gh: CancelResponse.ACCEPT,
-                callback_group=group,
-            )
-            for r in h.robots
-        ]
+        self._group = ReentrantCallbackGroup()  # goals wait for their outcome concurrently
+        self.servers: dict[str, ActionServer] = {}
+        sim.follow_model(lambda h: [r.name for r in h.robots], self._add_servers)
         node.create_subscription(
             JointTrajectory,
             "~/joint_trajectory",
@@ -145,9 +141,25 @@ class TrajectoryServer:
             callback_group=MutuallyExclusiveCallbackGroup(),
         )
 
+    def _add_servers(self, robots: list[str]) -> None:
+        """A server for every robot of a new model that has none yet."""
+        for robot in robots:
+            if robot not in self.servers:
+                self.servers[robot] = ActionServer(
+                    self._node,
+                    FollowJointTrajectory,
+                    self._action_name.format(robot=robot),
+                    execute_callback=lambda gh, robot=robot: self._execute(robot, gh),
+                    goal_callback=lambda goal, robot=robot: self._check(robot, goal),
+                    cancel_callback=lambda _gh: CancelResponse.ACCEPT,
+                    callback_group=self._group,
+                )
+
     def _check(self, robot: str, goal: FollowJointTrajectory.Goal) -> GoalResponse:
         try:
-            self._sim.handler.trajectories.check(robot, goal_from_action(goal))
+            parsed = goal_from_action(goal)
+            with self._sim.locked() as h:  # the robots of the current model
+                h.trajectories.check(robot, parsed)
         except RequestError as exc:
             self._log.warning(f"{robot} trajectory goal rejected: {exc}")
             return GoalResponse.REJECT
@@ -191,20 +203,20 @@ class TrajectoryServer:
 
     def _on_trajectory(self, msg: JointTrajectory) -> None:
         try:
-            robots = {self._robot_of_joint.get(j) for j in msg.joint_names}
-            if None in robots or len(robots) != 1:
-                unknown = [j for j in msg.joint_names if j not in self._robot_of_joint]
-                raise StateValidationError(
-                    "joint_trajectory.joint_names",
-                    f"unknown joint {unknown[0]!r}" if unknown else "joints of one robot only",
-                )
-            robot = robots.pop()
-            if not msg.points:  # stop: hold where it is
-                with self._sim.locked() as h:
+            with self._sim.locked() as h:  # the robots of the current model
+                robots = {h.robot_of_joint.get(j) for j in msg.joint_names}
+                if None in robots or len(robots) != 1:
+                    unknown = [j for j in msg.joint_names if j not in h.robot_of_joint]
+                    raise StateValidationError(
+                        "joint_trajectory.joint_names",
+                        f"unknown joint {unknown[0]!r}" if unknown else "joints of one robot only",
+                    )
+                robot = robots.pop()
+                if not msg.points:  # stop: hold where it is
                     running = h.trajectories.running.get(robot)
                     if running is not None:
                         running.finish(INVALID_GOAL, PREEMPTED)
-                return
+                    return
             self._start(robot, goal_from_trajectory(msg, "joint_trajectory"))
         except RequestError as exc:
             self._log.warning(f"~/joint_trajectory ignored: {exc}")

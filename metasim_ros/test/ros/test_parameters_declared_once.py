@@ -84,7 +84,8 @@ def test_readme_table_is_generated_from_the_declarations():
 
 
 def test_startup_summary_names_only_what_differs():
-    params = decl.SimParameters(snapshot_dir=decl._resolve_snapshot_dir(""))
+    # what declare() holds with no overrides: the directories resolved from their defaults
+    params = decl.SimParameters(**{p.name: p.resolve(p.default) for p in decl.PARAMS if p.resolve})
     assert decl.startup_summary(params) == "parameters: all default"
     params.num_envs, params.real_time_factor = 4, 0.0
     assert (

@@ -41,11 +41,13 @@ class ModelInfo:
 
 @dataclass(frozen=True)
 class LoadedScene:
-    """A compiled scene with the MJCF it came from and its resolved file (None for text)."""
+    """A compiled scene with the MJCF it came from, its resolved file (None for text) and
+    the MjSpec it was compiled from (what runtime spawn and delete edit)."""
 
     model: mujoco.MjModel
     xml: str  # MJCF text the model compiles from
     path: str | None
+    spec: mujoco.MjSpec
 
 
 def load_scene(scene: str | None) -> LoadedScene:
@@ -70,13 +72,15 @@ def _compile(scene: str | None) -> LoadedScene:
     if scene is None:
         scene = default_scene_path()
     if scene.lstrip().startswith("<"):
-        return LoadedScene(mujoco.MjModel.from_xml_string(scene), scene, None)
+        spec = mujoco.MjSpec.from_string(scene)
+        return LoadedScene(spec.compile(), scene, None, spec)
     path = str(Path(scene).expanduser().resolve())
     text = Path(path).read_text()
+    spec = mujoco.MjSpec.from_file(path)
+    model = spec.compile()
     if ET.fromstring(text).tag == "robot":
-        spec = mujoco.MjSpec.from_file(path)
-        return LoadedScene(spec.compile(), spec.to_xml(), path)
-    return LoadedScene(mujoco.MjModel.from_xml_path(path), text, path)
+        return LoadedScene(model, spec.to_xml(), path, spec)
+    return LoadedScene(model, text, path, spec)
 
 
 def object_name(model: mujoco.MjModel, objtype: mujoco.mjtObj, objid: int) -> str:

@@ -14,9 +14,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TypeVar
 
 from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.sim.physics_loop import PhysicsLoop
+
+T = TypeVar("T")
 
 #: What the node does when the physics of an env blows up.
 DIVERGENCE_POLICIES = ("reset", "pause")
@@ -57,6 +60,47 @@ class SimulationAccess:
         """Sim time of one env, read under the lock."""
         with self.loop.access():
             return self.handler.sim_time(env_id)
+
+    @property
+    def model_version(self) -> int:
+        """Changes with every model edit (spawn, delete, a new scene). Parts that cache
+        model-derived things (message layouts, frame trees, renderers) compare it with
+        the version they were built for, while holding the lock, and rebuild first."""
+        return self.handler.model_version
+
+    def edit(self, change: Callable[[MujocoHandler], T]) -> T:
+        """Run a model change (``lambda h: h.spawn(...)``) under the lock, then tell the
+        publishers. The handler counts the new model; every part follows on its next read."""
+        with self.locked() as h:
+            result = change(h)
+        self.changed()
+        return result
+
+    def follow_model(
+        self, take: Callable[[MujocoHandler], T], build: Callable[[T], None]
+    ) -> Callable[[], None]:
+        """For a part with no thread of its own that derives something from the model:
+        whenever the model version is new (now, and after every change a request makes)
+        `take` runs under the lock and `build` with its result after it, in the thread of
+        that request; one follow at a time. Returns the follow function."""
+        version = -1
+        mutex = threading.Lock()
+
+        def follow() -> None:
+            nonlocal version
+            if self.handler.model_version == version:  # the cheap test after every request
+                return
+            with mutex:
+                with self.locked() as h:
+                    if h.model_version == version:
+                        return
+                    version = h.model_version
+                    taken = take(h)
+                build(taken)
+
+        follow()
+        self.on_change(follow)
+        return follow
 
     def on_change(self, callback: Callable[[], None]) -> None:
         """Call `callback` whenever a request changed the state (publishers refresh)."""

@@ -53,10 +53,15 @@ def parse_gains(entries: Sequence[str], what: str) -> dict[str, float]:
     return gains
 
 
-def _per_joint(gains: Gains, names: Sequence[str], known: Sequence[str], what: str) -> np.ndarray:
-    """One gain per motor joint from a value or {joint: value, "*": default}."""
+def _per_joint(
+    gains: Gains, names: Sequence[str], known: Sequence[str], what: str, strict: bool
+) -> np.ndarray:
+    """One gain per motor joint from a value or {joint: value, "*": default}; not strict:
+    entries for joints that are not motor joints of this model are left out."""
     if not isinstance(gains, Mapping):
         return np.full(len(names), float(gains))
+    if not strict:
+        gains = {k: v for k, v in gains.items() if k == "*" or k in names}
     unknown = sorted(set(gains) - {"*", *known})
     if unknown:
         raise ConfigurationError(f"{what}: no robot joint named {unknown[0]!r}")
@@ -80,8 +85,13 @@ class Actuation:
         kp: Gains,
         kd: Gains,
         law: str = "pd",
+        *,
+        strict: bool = True,
     ) -> None:
-        """kp, kd: one value for every motor joint, or {joint: value, "*": default}."""
+        """kp, kd: one value for every motor joint, or {joint: value, "*": default}.
+        strict: a gain for a joint that is not a motor joint of the robots is refused
+        (at start-up); not strict, it is left out (after a spawn, delete or new world,
+        the configured gains apply to the joints that are there)."""
         if law not in LAWS:
             raise ConfigurationError(f"actuation: {law!r} is not one of {', '.join(LAWS)}")
         self._model = model
@@ -91,8 +101,8 @@ class Actuation:
         i = targets.motor_idx
         balls = targets.balls
         names = [targets.names[k] for k in i] + balls.names
-        kp_all = _per_joint(kp, names, robot_joints, "kp")
-        kd_all = _per_joint(kd, names, robot_joints, "kd")
+        kp_all = _per_joint(kp, names, robot_joints, "kp", strict)
+        kd_all = _per_joint(kd, names, robot_joints, "kd", strict)
         self.kp, self.kd = kp_all[: len(i)], kd_all[: len(i)]
         self._ball_kp = np.repeat(kp_all[len(i) :], 3)  # per ball dof
         self._ball_kd = np.repeat(kd_all[len(i) :], 3)

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import numbers
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +16,12 @@ import numpy as np
 from metasim_ros.core.errors import SceneError, StateValidationError
 from metasim_ros.core.scene import loading as scene_mod
 from metasim_ros.core.scene.cameras import CameraPoses, CameraRenderer
+from metasim_ros.core.scene.entities import (
+    attach_entity,
+    parse_entity,
+    place_entity,
+    remove_entity,
+)
 from metasim_ros.core.scene.loading import ModelInfo
 from metasim_ros.core.sensors import SensorReadings, SensorTable
 from metasim_ros.core.sim.actuation import Actuation, Gains
@@ -61,6 +67,16 @@ class PhysicsState:
     pos_target: np.ndarray | None = None
     vel_target: np.ndarray | None = None
     wrench_until: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class SpawnRecord:
+    """How an entity was added at runtime: its MJCF (URDF is converted) and world pose,
+    enough to add it again to a node started without it (snapshots)."""
+
+    mjcf: str
+    pos: tuple[float, ...]
+    quat: tuple[float, ...]
 
 
 class Transaction:
@@ -112,38 +128,24 @@ class MujocoHandler:
         if num_envs < 1:
             raise SceneError(f"num_envs must be >= 1, got {num_envs}")
         loaded = scene_mod.load_scene(scene)
-        m = loaded.model
-        self._model = m
-        self.scene_xml: str = loaded.xml
         self.scene_path: str | None = loaded.path
-        self._datas = [mujoco.MjData(m) for _ in range(num_envs)]
-        self.models: list[ModelInfo] = scene_mod.find_models(m, robots)
-        self.robots: list[ModelInfo] = [i for i in self.models if i.kind == "robot"]
-        self.body_names = scene_mod.names(m, mujoco.mjtObj.mjOBJ_BODY, m.nbody)
-        self.joint_names = scene_mod.names(m, mujoco.mjtObj.mjOBJ_JOINT, m.njnt)
-        self.cameras = scene_mod.names(m, mujoco.mjtObj.mjOBJ_CAMERA, m.ncam)
-        self._key = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_KEY, INITIAL_KEYFRAME)
-        self._targets = JointTargets(m, self.robots, num_envs)
-        robot_joints = [j for r in self.robots for j in r.joints]
-        self._actuation = Actuation(m, self._targets, robot_joints, kp, kd, actuation)
-        period = round(1.0 / (trajectory_rate * m.opt.timestep)) if trajectory_rate > 0 else 1
-        #: trajectories being executed (core.sim.trajectory), advanced by step()
-        self.trajectories = TrajectoryRunner(
-            m, self._targets, {r.name: list(r.joints) for r in self.robots}, period
-        )
-        self._camera_poses = CameraPoses(m, camera_size)
+        self._spec = loaded.spec
+        self._robot_names = robots
+        self._gains = (kp, kd)
+        self._actuation_law = actuation
+        self._trajectory_rate = trajectory_rate
+        self._camera_size = camera_size
         self._fast_render = fast_render
+        self._derived_tolerance = derived_tolerance
         self._renderer: CameraRenderer | None = None
-        self._reader = StateReader(
-            m, self.models, self._datas, self.cameras, self._camera_poses, self._targets
+        #: Counts model changes (start-up, spawn, delete, a new scene): a part that caches
+        #: anything derived from the model compares it, under the lock, before reading.
+        self.model_version = 0
+        #: Entities spawned at runtime, by name, in spawn order (cleared by a new scene).
+        self.spawned: dict[str, SpawnRecord] = {}
+        self._adopt(
+            loaded.model, loaded.xml, [mujoco.MjData(loaded.model) for _ in range(num_envs)]
         )
-        self._writer = StateWriter(m, self._reader, self._targets, self.cameras, derived_tolerance)
-        self._joints = JointReader(m, self.joint_names, self._targets)
-        self.sensors = SensorTable(m, self.models)
-        self._wrenches = AppliedWrenches(m, num_envs)
-        self._stale = [False] * num_envs  # changed since derived quantities were computed
-        self._spares: list[mujoco.MjData] = []  # MjData for transaction backups, reused
-        self._state_size = int(mujoco.mj_stateSize(m, INTEGRATION_STATE))
         self.reset()
 
     # -- the one door to MjData ------------------------------------------------------
@@ -229,6 +231,128 @@ class MujocoHandler:
             raise
         finally:
             self._spares.extend(backup[0] for backup in tx._backups.values())
+
+    @property
+    def scene_xml(self) -> str:
+        """The MJCF the model compiles from (after an edit: written from the spec when
+        first asked for, not on every spawn)."""
+        if self._xml is None:
+            self._xml = self._spec.to_xml()
+        return self._xml
+
+    def _adopt(self, m: mujoco.MjModel, xml: str | None, datas: list[mujoco.MjData]) -> None:
+        """Build everything that depends on the model (at start-up and after an edit)."""
+        first = self.model_version == 0
+        self.model_version += 1
+        self._model = m
+        self._xml = xml
+        self._datas = datas
+        self._spares: list[mujoco.MjData] = []  # transaction backups of this model, reused
+        num_envs = len(datas)
+        self.models: list[ModelInfo] = scene_mod.find_models(m, self._robot_names)
+        self.robots: list[ModelInfo] = [i for i in self.models if i.kind == "robot"]
+        #: the robot each robot joint belongs to
+        self.robot_of_joint = {j: r.name for r in self.robots for j in r.joints}
+        self.body_names = scene_mod.names(m, mujoco.mjtObj.mjOBJ_BODY, m.nbody)
+        self.joint_names = scene_mod.names(m, mujoco.mjtObj.mjOBJ_JOINT, m.njnt)
+        self.cameras = scene_mod.names(m, mujoco.mjtObj.mjOBJ_CAMERA, m.ncam)
+        self._key = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_KEY, INITIAL_KEYFRAME)
+        self._targets = JointTargets(m, self.robots, num_envs)
+        robot_joints = list(self.robot_of_joint)
+        self._actuation = Actuation(
+            m, self._targets, robot_joints, *self._gains, self._actuation_law, strict=first
+        )
+        rate = self._trajectory_rate
+        period = round(1.0 / (rate * m.opt.timestep)) if rate > 0 else 1
+        #: trajectories being executed (core.sim.trajectory), advanced by step()
+        self.trajectories = TrajectoryRunner(
+            m, self._targets, {r.name: list(r.joints) for r in self.robots}, period
+        )
+        self._camera_poses = CameraPoses(m, self._camera_size)
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None
+        self._reader = StateReader(
+            m, self.models, self._datas, self.cameras, self._camera_poses, self._targets
+        )
+        self._writer = StateWriter(
+            m, self._reader, self._targets, self.cameras, self._derived_tolerance
+        )
+        self._joints = JointReader(m, self.joint_names, self._targets)
+        self.sensors = SensorTable(m, self.models)
+        self._wrenches = AppliedWrenches(m, num_envs)
+        self._stale = [True] * num_envs  # changed since derived quantities were computed
+        self._state_size = int(mujoco.mj_stateSize(m, INTEGRATION_STATE))
+
+    def edit_model(self, edit: Callable[[mujoco.MjSpec], None]) -> None:
+        """Change the model (spawn, delete, ...) with `edit` on a copy of its MjSpec, then
+        recompile; every env's state (time, joints, velocities, contacts' warm start,
+        actuators, applied forces) carries over for what both models hold, and by name:
+        joint targets, efforts and command modes, the end times of applied wrenches, and
+        the trajectories of robots still there (those of a deleted robot are aborted).
+        On any error nothing changes: the spec, model and envs stay as they were."""
+        spec = self._spec.copy()
+        edit(spec)
+        try:
+            compiled = [spec.recompile(self._model, d) for d in self._datas]
+        except ValueError as exc:  # MuJoCo's compile errors
+            raise SceneError(f"the edited model does not compile: {exc}") from None
+        targets, ends = self._targets.by_name(), self._wrenches.ends_by_body()
+        trajectories = self.trajectories
+        self._spec = spec
+        self._adopt(compiled[0][0], None, [d for _, d in compiled])
+        self._targets.carry_over(targets, self._datas)
+        self._wrenches.carry_over(ends)
+        self.trajectories.carry_over(trajectories)
+
+    def replace_scene(self, scene: str | None, robots: list[str] | None = None) -> None:
+        """Simulate another scene (a path, MJCF text, or None for the embedded default) in
+        the same number of envs, from its initial state; `robots` as in the constructor.
+        On a SceneError nothing changes."""
+        loaded = scene_mod.load_scene(scene)
+        scene_mod.find_models(loaded.model, robots)  # refuses bad names before any change
+        self._robot_names = robots
+        self.spawned = {}
+        self.scene_path = loaded.path
+        self._spec = loaded.spec
+        self.trajectories.abort_all(INVALID_GOAL, "aborted: another world was loaded")
+        self._adopt(
+            loaded.model, loaded.xml, [mujoco.MjData(loaded.model) for _ in range(self.num_envs)]
+        )
+        self.reset()
+
+    def spawn(
+        self,
+        name: str,
+        resource: str | mujoco.MjSpec,
+        pos: Sequence[float] = (0.0, 0.0, 0.0),
+        quat: Sequence[float] = (1.0, 0.0, 0.0, 0.0),
+    ) -> None:
+        """Add entity `name` from MJCF/URDF text (or its parsed spec) at a world pose; see
+        scene.entities. Its MJCF and pose are recorded in `spawned`."""
+        child = parse_entity(resource) if isinstance(resource, str) else resource
+        xml = child.to_xml()
+        self.edit_model(lambda spec: attach_entity(spec, name, child, pos, quat))
+        self.spawned[name] = SpawnRecord(xml, tuple(map(float, pos)), tuple(map(float, quat)))
+
+    def delete(self, *names: str) -> None:
+        """Remove entities and their subtrees (one recompile); every other entity carries
+        over."""
+
+        def remove(spec: mujoco.MjSpec) -> None:
+            for name in names:
+                remove_entity(spec, name)
+
+        self.edit_model(remove)
+        for name in names:
+            self.spawned.pop(name, None)
+
+    def place(self, name: str, pos: Sequence[float], quat: Sequence[float]) -> None:
+        """Move an entity fixed to the world (its pose is in the model); others carry over."""
+        self.edit_model(lambda spec: place_entity(spec, name, pos, quat))
+        if name in self.spawned:  # added again there (snapshots)
+            record = self.spawned[name]
+            self.spawned[name] = SpawnRecord(record.mjcf, tuple(pos), tuple(quat))
 
     def _sync(self, env_ids: Sequence[int] | None = None) -> None:
         """mj_forward the envs changed since they were last synced.

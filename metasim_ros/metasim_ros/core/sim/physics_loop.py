@@ -270,6 +270,8 @@ class PhysicsLoop:
             if not self._running.is_set():
                 self._idle(self._tick_period)
                 continue
+            if self.handler.timestep != dt:  # a new scene: keep real time from here
+                dt, self._resync = self.handler.timestep, True
             if self._resync:
                 self._resync = False
                 wall0, done = time.perf_counter(), 0

@@ -284,6 +284,22 @@ class TrajectoryRunner:
             ex.finish(code, text)
         self.running.clear()
 
+    def carry_over(self, old: TrajectoryRunner) -> None:
+        """After a model edit (this runner is built for the new model): the executions of
+        `old` whose robot and joints are still here continue where they were, in sim
+        time; the others are aborted (INVALID_GOAL)."""
+        self.countdown = min(old.countdown, self.period)
+        for robot, ex in old.running.items():
+            try:
+                ex.index = self.check(robot, ex.goal)
+            except StateValidationError as exc:
+                ex.finish(INVALID_GOAL, f"aborted: the model changed ({exc})")
+                continue
+            self.running[robot] = ex
+            if ex.spline is not None:
+                self._place(robot, ex)
+        old.running.clear()
+
     def update(self, data_by_env: Sequence[mujoco.MjData]) -> None:
         """One controller update: sample every active trajectory at env 0's sim time and
         write the targets into every env (actual values and tolerances: env 0)."""
@@ -325,6 +341,11 @@ class TrajectoryRunner:
         for env in range(num_envs):
             t.mode[env, i] = POSITION
             t.modes_changed(env)
+        self._place(robot, ex)
+
+    def _place(self, robot: str, ex: TrajectoryExecution) -> None:
+        """Where an execution's values sit in the targets, MjData and ctrl."""
+        t, i = self._t, ex.index
         cols = np.flatnonzero(np.isin(i, t.servo_idx))
         servos = i[cols]
         self._layout[robot] = (

@@ -109,6 +109,25 @@ class AppliedWrenches:
         self.until[env_id] = np.inf if until is None else until
         self._next[env_id] = float(self.until[env_id].min())
 
+    def ends_by_body(self) -> dict[str, np.ndarray]:
+        """Per-env end times of the named bodies with a wrench that ends, by body name
+        (copies): what a model edit must carry over (MuJoCo carries xfrc_applied)."""
+        m = self._model
+        out = {}
+        for b in np.flatnonzero(np.isfinite(self.until).any(axis=0)):
+            name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, int(b))
+            if name:  # wrenches are applied by body name: an unnamed body holds none
+                out[name] = self.until[:, b].copy()
+        return out
+
+    def carry_over(self, ends: dict[str, np.ndarray]) -> None:
+        """After a model edit: the end times of `ends_by_body` for the bodies still there."""
+        for name, until in ends.items():
+            b = mujoco.mj_name2id(self._model, mujoco.mjtObj.mjOBJ_BODY, name)
+            if b >= 0:
+                self.until[:, b] = until
+        self._next = [float(row.min()) for row in self.until]
+
 
 def remaining_durations(until: np.ndarray, time: float) -> np.ndarray:
     """End times -> sim seconds left per body, 0 for none (finite: what a file stores)."""

@@ -43,8 +43,11 @@ _CROSS_B = np.array([[2, 0, 1], [1, 2, 0]])
 def arena_view(
     data: mujoco.MjData, fields: Sequence[str] = _FIELDS
 ) -> tuple[np.ndarray, dict[str, int]]:
-    """Flat float64 view over the MjData `fields`, and their offsets in it."""
-    arrays = {f: getattr(data, f) for f in fields}
+    """Flat float64 view over the MjData `fields`, and their offsets in it (an empty field,
+    e.g. qpos of a model without joints, has no place in the buffer: offset 0)."""
+    arrays = {f: a for f in fields if (a := getattr(data, f)).size}
+    if not arrays:
+        return np.zeros(0), dict.fromkeys(fields, 0)
     base = min(a.ctypes.data for a in arrays.values())
     end = max(a.ctypes.data + a.nbytes for a in arrays.values())
     if end - base > data.nbuffer or any((a.ctypes.data - base) % 8 for a in arrays.values()):
@@ -52,7 +55,9 @@ def arena_view(
     flat = np.frombuffer(
         (ctypes.c_double * ((end - base) // 8)).from_address(base), dtype=np.float64
     )
-    return flat, {f: (a.ctypes.data - base) // 8 for f, a in arrays.items()}
+    offsets = dict.fromkeys(fields, 0)
+    offsets.update({f: (a.ctypes.data - base) // 8 for f, a in arrays.items()})
+    return flat, offsets
 
 
 class Gather:

@@ -21,6 +21,7 @@ ctrl is only written when a target changes, so a restored ctrl continues bit-ide
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 import mujoco
@@ -83,6 +84,16 @@ def _kind(model: mujoco.MjModel, a: int) -> str | None:
     if _is_motor(model, a):
         return MOTOR
     return None
+
+
+@dataclass
+class TargetsByName:
+    """Targets keyed by joint name, to carry over a model edit: 1-DOF joints' per-env
+    (pos, vel, effort, mode) columns and ball joints' per-env (quaternion, angular
+    velocity) targets."""
+
+    joints: dict[str, tuple[np.ndarray, ...]]
+    balls: dict[str, tuple[np.ndarray, np.ndarray]]
 
 
 class JointTargets:
@@ -172,6 +183,39 @@ class JointTargets:
         self.balls.hold(env, data)
         self.modes_changed(env)
         self.write_ctrl(env, data, np.arange(len(self.names)))
+
+    def by_name(self) -> TargetsByName:
+        """Every joint's per-env targets, efforts and modes by joint name (copies)."""
+        cols = (self.pos, self.vel, self.effort, self.mode)
+        b = self.balls
+        return TargetsByName(
+            {n: tuple(a[:, i].copy() for a in cols) for i, n in enumerate(self.names)},
+            {n: (b.pos[:, k].copy(), b.vel[:, k].copy()) for k, n in enumerate(b.names)},
+        )
+
+    def carry_over(self, before: TargetsByName, datas: Sequence[mujoco.MjData]) -> None:
+        """After a model edit: joints named in `before` keep their per-env targets, efforts
+        and command modes, and their actuators' ctrl untouched; new joints hold where they
+        are (position mode)."""
+        new = []
+        for i, name in enumerate(self.names):
+            saved = before.joints.get(name)
+            if saved is None:
+                new.append(i)
+            else:
+                self.pos[:, i], self.vel[:, i], self.effort[:, i], self.mode[:, i] = saved
+        idx = np.asarray(new, dtype=np.intp)
+        balls = self.balls
+        for k, name in enumerate(balls.names):
+            if name in before.balls:
+                balls.pos[:, k], balls.vel[:, k] = before.balls[name]
+            else:
+                for env, data in enumerate(datas):
+                    balls.pos[env, k] = data.qpos[balls.qadr[k]]
+        for env, data in enumerate(datas):
+            self.pos[env, idx] = data.qpos[self.qadr[idx]]
+            self.write_ctrl(env, data, idx)
+        self.modes_changed()
 
     def servo_ctrl(self, env: int, i: int | np.ndarray) -> float | np.ndarray:
         """ctrl that makes servo(s) `i` track their position and velocity targets."""

@@ -1,0 +1,169 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
+"""Entities added to or removed from a scene's MjSpec (runtime spawn and delete).
+
+An entity is a model in the MetaSim sense: one direct child body of the worldbody with
+its subtree, named after that body. A spawned entity's own element names are kept under
+the prefix ``<name>/`` so they never collide with the scene's; its root body is renamed
+to the entity name. The caller recompiles the edited spec (``MjSpec.recompile`` carries
+every other element's state over).
+"""
+
+from __future__ import annotations
+
+import math
+import xml.etree.ElementTree as ET
+from collections.abc import Collection, Sequence
+
+import mujoco
+
+from metasim_ros.core.errors import ResourceError, UnknownEntityError
+
+_CLASSED = (
+    mujoco.mjtObj.mjOBJ_BODY,
+    mujoco.mjtObj.mjOBJ_GEOM,
+    mujoco.mjtObj.mjOBJ_JOINT,
+    mujoco.mjtObj.mjOBJ_SITE,
+    mujoco.mjtObj.mjOBJ_CAMERA,
+    mujoco.mjtObj.mjOBJ_LIGHT,
+)
+
+#: Quaternions further than this from unit norm are refused, not silently renormalised.
+QUAT_TOLERANCE = 1e-6
+
+
+def entity_names(spec: mujoco.MjSpec) -> list[str]:
+    """Names of the direct children of the worldbody (the scene's entities)."""
+    return [b.name for b in spec.worldbody.bodies]
+
+
+def parse_entity(resource: str, path: str | None = None) -> mujoco.MjSpec:
+    """The spec of an entity resource: MJCF ``<mujoco>`` or URDF ``<robot>`` text, read
+    from `path` when given (so assets resolve next to the file). Raises ResourceError."""
+    try:
+        tag = ET.fromstring(resource).tag
+    except (ET.ParseError, TypeError) as exc:
+        raise ResourceError("parse", f"entity resource is not XML: {exc}") from None
+    if tag not in ("mujoco", "robot"):
+        raise ResourceError(
+            "format", f"entity resource must be <mujoco> (MJCF) or <robot> (URDF), got <{tag}>"
+        )
+    try:
+        spec = mujoco.MjSpec.from_file(path) if path else mujoco.MjSpec.from_string(resource)
+        # MuJoCo fuses bodies without joints into their parent on compile (the default for
+        # URDF), which would merge a URDF's root link into the world: keep it a body
+        spec.compiler.fusestatic = False
+        spec.compile()  # assets and every element checked now, not at the scene's recompile
+    except ValueError as exc:  # MuJoCo's parse and compile errors
+        raise _resource_error(exc) from None
+    return spec
+
+
+def resource_name(child: mujoco.MjSpec) -> str:
+    """The name an MJCF resource gives its entity: its one top-level body's name ('' when
+    there is not exactly one). A URDF's is the robot's name (`resources.model_name`)."""
+    roots = list(child.worldbody.bodies)
+    return roots[0].name if len(roots) == 1 else ""
+
+
+def attach_entity(
+    spec: mujoco.MjSpec,
+    name: str,
+    resource: str | mujoco.MjSpec,
+    pos: Sequence[float] = (0.0, 0.0, 0.0),
+    quat: Sequence[float] = (1.0, 0.0, 0.0, 0.0),
+) -> None:
+    """Add the one top-level body of `resource` (MJCF ``<mujoco>`` or URDF ``<robot>``
+    text, or its parsed spec) to `spec` as entity `name` at pose (pos, quat [w,x,y,z])
+    in the world."""
+    check_name(spec, name)
+    pose = check_pose(pos, quat)
+    child = parse_entity(resource) if isinstance(resource, str) else resource
+    roots = list(child.worldbody.bodies)
+    if len(roots) != 1:
+        raise ResourceError(
+            "parse",
+            f"entity {name!r}: the resource must hold exactly one top-level body, "
+            f"found {len(roots)}",
+        )
+    frame = spec.worldbody.add_frame(pos=pose[0], quat=pose[1])
+    body = frame.attach_body(roots[0], f"{name}/", "")
+    body.name = name
+
+
+def remove_entity(spec: mujoco.MjSpec, name: str) -> None:
+    """Remove entity `name` (a direct child body of the worldbody) and its subtree."""
+    if name not in entity_names(spec):
+        raise UnknownEntityError(f"no entity named {name!r} (entities: {entity_names(spec)})")
+    body = spec.body(name)
+    prefix = f"{name}/"
+    classes = {f"{prefix}main"} | {
+        e.classname.name for kind in _CLASSED for e in body.find_all(kind) if e.classname
+    }
+    spec.delete(body)
+    # what the entity brought with it (attached under its prefix), so the name can be used
+    # again and the scene's MJCF stays loadable: its default classes (children first) and
+    # assets
+    for cls in sorted((c for c in classes if c.startswith(prefix)), key=len, reverse=True):
+        default = spec.find_default(cls)
+        if default is not None:
+            spec.delete(default)
+    for assets in (spec.materials, spec.meshes, spec.textures, spec.hfields, spec.skins):
+        for asset in list(assets):
+            if asset.name.startswith(prefix):
+                spec.delete(asset)
+
+
+def place_entity(
+    spec: mujoco.MjSpec, name: str, pos: Sequence[float], quat: Sequence[float]
+) -> None:
+    """Move entity `name`'s root body to a world pose in the model (for entities fixed to
+    the world, whose pose is part of the model rather than of the state)."""
+    if name not in entity_names(spec):
+        raise UnknownEntityError(f"no entity named {name!r} (entities: {entity_names(spec)})")
+    p, q = check_pose(pos, quat)
+    body = spec.body(name)
+    if body.frame is not None:  # a spawned entity hangs from the frame it was placed with
+        body.frame.pos, body.frame.quat = [0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]
+    body.pos, body.quat = p, q
+
+
+def check_name(spec: mujoco.MjSpec, name: str) -> None:
+    """Refuse names MuJoCo or the entity prefixes cannot hold, and names in use."""
+    if not isinstance(name, str) or not name or "/" in name or not name.isprintable():
+        raise ResourceError(
+            "name", f"entity name {name!r}: must be a non-empty printable name without '/'"
+        )
+    if spec.body(name) is not None:
+        raise ResourceError("name_taken", f"entity name {name!r} is taken by a body of the scene")
+
+
+def free_name(taken: Collection[str], base: str) -> str:
+    """`base` (made valid) if no body has it, else the first free `base_1`, `base_2`, ..."""
+    base = "".join(c if c.isprintable() and c != "/" else "_" for c in base) or "entity"
+    if base not in taken:
+        return base
+    i = 1
+    while f"{base}_{i}" in taken:
+        i += 1
+    return f"{base}_{i}"
+
+
+def check_pose(pos: Sequence[float], quat: Sequence[float]) -> tuple[list[float], list[float]]:
+    """Finite position and unit quaternion (renormalised within QUAT_TOLERANCE)."""
+    p, q = [float(v) for v in pos], [float(v) for v in quat]
+    if len(p) != 3 or len(q) != 4 or not all(math.isfinite(v) for v in p + q):
+        raise ResourceError("pose", f"pose: expected finite pos[3] and quat[4], got {p}, {q}")
+    norm = math.sqrt(sum(v * v for v in q))
+    if abs(norm - 1.0) > QUAT_TOLERANCE:
+        raise ResourceError("pose", f"pose: quaternion {q} is not unit (norm {norm:.9g})")
+    return p, [v / norm for v in q]
+
+
+def _resource_error(exc: ValueError) -> ResourceError:
+    text = str(exc)
+    missing = any(
+        w in text.lower()
+        for w in ("could not open", "error opening file", "resource not found", "no such")
+    )
+    return ResourceError("assets" if missing else "parse", f"entity resource: {text}")

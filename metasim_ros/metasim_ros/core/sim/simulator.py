@@ -1,0 +1,503 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
+"""The simulator as the standard ROS simulator API (simulation_interfaces) sees it.
+
+Entities, their info, states and bounds; named poses; spawning and deleting; run states
+(stopped, playing, paused, no world); reset scopes; worlds. Everything here is plain
+Python over `SimulationAccess`: the ROS part only converts messages and maps errors to
+result codes. The API knows one world, so states are read and written in env 0;
+model changes (spawn, delete, a new world) apply to every env.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+from metasim_ros.core.errors import (
+    IncorrectStateError,
+    NotFoundError,
+    RequestError,
+    ResourceError,
+    SceneError,
+    TransitionError,
+    UnsupportedError,
+)
+from metasim_ros.core.scene import bounds as geo
+from metasim_ros.core.scene import resources
+from metasim_ros.core.scene.entities import check_pose, free_name, parse_entity, resource_name
+from metasim_ros.core.scene.entity_info import EntityInfo, EntityInfos
+from metasim_ros.core.scene.loading import ModelInfo
+from metasim_ros.core.scene.named_poses import NamedPose, matches_tags, named_poses
+from metasim_ros.core.sim.access import SimulationAccess
+from metasim_ros.core.state.frames import quat_mul, rotate
+
+#: Reset scopes (bits); 0 and 255 mean everything, as if the node started again.
+RESET_TIME, RESET_STATE, RESET_SPAWNED, RESET_ALL = 1, 2, 4, 255
+#: Run states.
+STOPPED, PLAYING, PAUSED, QUITTING, NO_WORLD = (
+    "stopped",
+    "playing",
+    "paused",
+    "quitting",
+    "no_world",
+)
+_NO_WORLD_SCENE = "<mujoco model='no world'/>"
+
+
+@dataclass
+class EntityState:
+    """Root body state in the world: pose, twist (world frame, at the body origin) and
+    acceleration (MuJoCo's mj_objectAcceleration, world frame, plus gravity: MuJoCo
+    reports what an accelerometer feels, this is the acceleration of the body)."""
+
+    time: float
+    pos: np.ndarray
+    quat: np.ndarray
+    vel: np.ndarray
+    ang_vel: np.ndarray
+    acc: np.ndarray
+    ang_acc: np.ndarray
+
+
+@dataclass
+class World:
+    """A world a caller can load: name, URI (or '' for text), description."""
+
+    name: str
+    uri: str
+    description: str = ""
+
+
+Region = tuple[str, list[np.ndarray]]  # ('sphere', [center, (r, _, _)]) | ('box', [a, b])
+
+
+class Simulator:
+    """The standard API's operations, each taking the simulation lock briefly."""
+
+    def __init__(
+        self,
+        sim: SimulationAccess,
+        *,
+        scene: str | None,
+        robots: list[str] | None,
+        spawnables_dir: str,
+        worlds_dir: str,
+        step_limit: Callable[[], int],
+        on_quit: Callable[[], None],
+    ) -> None:
+        self._sim = sim
+        self._spawnables_dir = spawnables_dir
+        self._worlds_dir = worlds_dir
+        self._step_limit = step_limit
+        self._on_quit = on_quit
+        self._infos = EntityInfos()
+        self._lock = threading.Lock()  # run state and infos (not the simulation)
+        self._source: tuple[str | None, list[str] | None] = (scene, robots)
+        path = Path(scene).expanduser() if scene else None
+        self._world = World(
+            (resources.model_name(path.read_text()) or path.stem) if path else "default",
+            resources.file_uri(path) if path else "",
+            str(path) if path else "the embedded default scene",
+        )
+        self._no_world = False
+        self._stopped_at: float | None = None
+        with sim.locked() as h:
+            self._world_version = h.model_version
+
+    # -- entities ------------------------------------------------------------------
+    def _model(self, h, name: str) -> ModelInfo:
+        for info in h.models:
+            if info.name == name:
+                return info
+        raise NotFoundError(f"no entity named {name!r}")
+
+    def entities(
+        self,
+        pattern: str = "",
+        categories: Sequence[str] = (),
+        tags: Sequence[str] = (),
+        all_tags: bool = False,
+        region: Region | None = None,
+    ) -> list[str]:
+        """Entity names matching every filter given (regex searched in the name)."""
+        try:
+            regex = re.compile(pattern) if pattern else None
+        except re.error as exc:
+            raise RequestError(f"filter {pattern!r} is not a regular expression: {exc}") from None
+        if region is not None and region[0] not in ("sphere", "box"):
+            raise UnsupportedError(f"bounds filter of type {region[0]}: only sphere and box")
+        with self._sim.locked() as h:
+            models = list(h.models)
+            boxes = {}
+            if region is not None:
+                d = h.synced_data(0)
+                for info in models:
+                    pts = geo.entity_points(h.model, d, info.body_ids)
+                    boxes[info.name] = geo.box(pts) if len(pts) else None
+        out = []
+        for info in models:
+            meta = self._infos.get(info)
+            if regex is not None and not regex.search(info.name):
+                continue
+            if categories and meta.category not in categories:
+                continue
+            if not matches_tags(meta.tags, list(tags), all_tags):
+                continue
+            if region is not None and not self._overlaps(boxes[info.name], region):
+                continue
+            out.append(info.name)
+        return out
+
+    @staticmethod
+    def _overlaps(box: tuple | None, region: Region) -> bool:
+        if box is None:
+            return False
+        kind, pts = region
+        if kind == "sphere":
+            return geo.overlaps_sphere(*box, np.asarray(pts[0]), float(pts[1][0]))
+        a, b = np.asarray(pts[0]), np.asarray(pts[1])
+        return geo.overlaps_box(*box, np.minimum(a, b), np.maximum(a, b))
+
+    def entity_info(self, name: str) -> EntityInfo:
+        """Category, description, tags (the model's default unless set)."""
+        with self._sim.locked() as h:
+            info = self._model(h, name)
+        return self._infos.get(info)
+
+    def set_entity_info(self, name: str, value: EntityInfo) -> None:
+        """Override an entity's info (until it is deleted or the world changes)."""
+        with self._sim.locked() as h:
+            self._model(h, name)
+            self._infos.set(name, value)
+
+    def entity_states(self, names: Sequence[str]) -> list[EntityState]:
+        """Ground-truth root body states of env 0."""
+        with self._sim.locked() as h:
+            infos = [self._model(h, n) for n in names]
+            state = h.get_states([0], render=False)[0]
+            scratch = mujoco.MjData(h.model)
+            h.copy_synced(0, scratch)
+            m = h.model
+        mujoco.mj_rnePostConstraint(m, scratch)  # cacc: what mj_objectAcceleration reads
+        out = []
+        acc = np.zeros(6)
+        for info in infos:
+            s = state["robots" if info.kind == "robot" else "objects"][info.name]
+            mujoco.mj_objectAcceleration(
+                m, scratch, mujoco.mjtObj.mjOBJ_BODY, info.root_body, acc, 0
+            )
+            out.append(
+                EntityState(
+                    scratch.time,
+                    s["pos"],
+                    s["rot"],
+                    s["vel"],
+                    s["ang_vel"],
+                    acc[3:] + m.opt.gravity,  # MuJoCo's is an accelerometer's (g offset)
+                    acc[:3].copy(),
+                )
+            )
+        return out
+
+    def set_entity_state(
+        self,
+        name: str,
+        pose: tuple[Sequence[float], Sequence[float]] | None,
+        twist: tuple[Sequence[float], Sequence[float]] | None,
+    ) -> None:
+        """Set env 0's root pose and/or twist (world frame). A free entity's state is
+        written; an entity fixed to the world is moved in the model (every env) and
+        refuses a non-zero twist."""
+        if pose is not None:
+            pose = check_pose(*pose)
+        with self._sim.locked() as h:
+            info = self._model(h, name)
+            if not info.free:
+                if twist is not None and any(v != 0.0 for part in twist for v in part):
+                    raise RequestError(
+                        f"entity {name!r} is fixed to the world: it cannot take a twist"
+                    )
+                if pose is not None:
+                    h.place(name, *pose)
+            else:
+                values: dict = {}
+                if pose is not None:
+                    values["pos"], values["rot"] = pose
+                    if twist is None:  # the world twist stays (MuJoCo keeps it in body axes)
+                        section = "robots" if info.kind == "robot" else "objects"
+                        now = h.get_states([0], render=False)[0][section][name]
+                        twist = (now["vel"], now["ang_vel"])
+                if twist is not None:
+                    values["vel"], values["ang_vel"] = list(twist[0]), list(twist[1])
+                if values:
+                    section = "robots" if info.kind == "robot" else "objects"
+                    h.set_states([{section: {name: values}}], [0])
+        self._sim.changed()
+
+    def entity_bounds(self, name: str, convex: bool = False) -> Region | None:
+        """('box', [lower, upper]) or ('convex_hull', points) in the entity's root body
+        frame; None for an entity without geoms."""
+        with self._sim.locked() as h:
+            info = self._model(h, name)
+            d = h.synced_data(0)
+            pts = geo.entity_points(h.model, d, info.body_ids)
+            root = d.xpos[info.root_body].copy(), d.xquat[info.root_body].copy()
+        if not len(pts):
+            return None
+        local = geo.in_frame(pts, *root)
+        return (
+            ("convex_hull", list(geo.hull_points(local)))
+            if convex
+            else ("box", list(geo.box(local)))
+        )
+
+    def body_pose(self, body: str) -> tuple[np.ndarray, np.ndarray]:
+        """World pose of a body of env 0 ('world' is the identity)."""
+        with self._sim.locked() as h:
+            if body not in h.body_names:
+                raise NotFoundError(f"no frame {body!r} (frames are body names)")
+            d = h.synced_data(0)
+            b = h.body_names.index(body)
+            return d.xpos[b].copy(), d.xquat[b].copy()
+
+    # -- named poses ---------------------------------------------------------------
+    def named_poses(self, tags: Sequence[str] = (), all_tags: bool = False) -> list[NamedPose]:
+        """Named poses (keyframes' free entities, `pose:` sites) matching the tags."""
+        with self._sim.locked() as h:
+            poses = named_poses(h.model, h.synced_data(0), h.models)
+        return [p for p in poses if matches_tags(p.tags, list(tags), all_tags)]
+
+    def named_pose(self, name: str) -> NamedPose:
+        """One named pose by name."""
+        for p in self.named_poses():
+            if p.name == name:
+                return p
+        raise NotFoundError(f"no named pose {name!r}")
+
+    # -- spawning ------------------------------------------------------------------
+    def spawnables(self) -> list[tuple[str, str, Region | None]]:
+        """(file URI, description, bounds in the entity's frame) of every file in the
+        spawnables directory."""
+        out = []
+        for path in resources.listed(self._spawnables_dir):
+            rel = path.relative_to(Path(self._spawnables_dir).expanduser().resolve())
+            try:
+                text = resources.read(path)
+                spec = parse_entity(text, str(path))
+                m = spec.compile()
+                d = mujoco.MjData(m)
+                mujoco.mj_forward(m, d)
+                pts = geo.entity_points(m, d, list(range(1, m.nbody)))
+                region = ("box", list(geo.box(pts))) if len(pts) else None
+                what = f"{resources.format_of(text)} entity {resource_name(spec) or rel.stem}"
+            except (RequestError, ValueError) as exc:
+                region, what = None, f"does not load: {exc}"
+            out.append((resources.file_uri(path), f"{rel}: {what}", region))
+        return out
+
+    def spawn(
+        self,
+        name: str,
+        allow_renaming: bool,
+        uri: str,
+        text: str,
+        pos: Sequence[float],
+        quat: Sequence[float],
+        relative_to: str = "",
+    ) -> str:
+        """Add an entity from a file in the spawnables directory (uri) or MJCF/URDF text,
+        at a pose in the world or relative to a body; returns its (unique) name."""
+        self._require_world()
+        path = None
+        if uri:
+            path = resources.resolve(self._spawnables_dir, uri, "the spawnables directory")
+            text = resources.read(path)
+        elif not text:
+            raise ResourceError("no_resource", "give entity_resource.uri or resource_string")
+        urdf = resources.format_of(text) == "urdf"
+        child = parse_entity(text, str(path) if path else None)
+        if relative_to:
+            frame = self.body_pose(relative_to)
+            q = np.asarray(quat, float)
+            pos = frame[0] + rotate(frame[1], np.asarray(pos, float))
+            quat = quat_mul(frame[1], q)
+        base = name or (resources.model_name(text) if urdf else resource_name(child))
+        if not base and not allow_renaming:
+            raise ResourceError("name", "no name given and the resource names none")
+
+        def add(h) -> str:
+            chosen = free_name(h.body_names, base) if allow_renaming else base
+            h.spawn(chosen, child, pos, quat)
+            return chosen
+
+        return self._sim.edit(add)
+
+    def delete(self, name: str) -> None:
+        """Remove an entity (spawned or from the scene) with its subtree."""
+        self._sim.edit(lambda h: h.delete(name))
+        self._infos.forget(name)
+
+    # -- run state -----------------------------------------------------------------
+    def state(self) -> str:
+        """stopped (reset and paused, nothing stepped since), paused, playing, no_world."""
+        if self._no_world:
+            return NO_WORLD
+        if not self._sim.paused:
+            return PLAYING
+        if self._stopped_at is not None and self._sim.sim_time() == self._stopped_at:
+            return STOPPED
+        return PAUSED
+
+    def set_state(self, target: str) -> None:
+        """Change the run state as the standard defines the transitions."""
+        with self._lock:
+            current = self.state()
+            if target == current:
+                raise TransitionError("already", f"the simulation is already {target}")
+            if target == QUITTING:
+                self._sim.pause(True)
+                self._on_quit()
+                return
+            if target not in (STOPPED, PLAYING, PAUSED):
+                raise TransitionError("incorrect", f"cannot set the state {target!r}")
+            if current == NO_WORLD:
+                raise IncorrectStateError(f"no world is loaded: cannot make it {target}")
+            if target == STOPPED:
+                self._sim.pause(True)
+                self._reset(RESET_ALL)
+                self._stopped_at = self._sim.sim_time()
+            elif target == PAUSED:
+                self._sim.pause(True)
+                self._stopped_at = None
+            else:
+                self._stopped_at = None
+                self._sim.pause(False)
+
+    def step(self, n: int, *, limit: bool = True) -> float:
+        """n steps while paused (stopped counts as paused); returns the new sim time."""
+        self._require_world()
+        if not self._sim.paused:
+            raise IncorrectStateError("the simulation is playing; pause it before stepping")
+        if limit and n > self._step_limit():
+            raise RequestError(f"steps={n} is more than step_limit={self._step_limit()}")
+        done, now = self._sim.step(n)
+        if done < n:
+            raise IncorrectStateError(
+                f"stepping ended after {done} of {n} steps (a pause or a newer step request)"
+            )
+        return now
+
+    def reset(self, scope: int) -> None:
+        """Reset by scope bits: TIME, STATE, SPAWNED; 0 or 255: everything, as at start-up."""
+        if scope not in (0, RESET_ALL) and scope & ~(RESET_TIME | RESET_STATE | RESET_SPAWNED):
+            raise UnsupportedError(f"reset scope {scope}: supported bits are 1, 2, 4 (or 255)")
+        self._require_world()
+        with self._lock:
+            self._reset(RESET_ALL if scope == 0 else scope)
+
+    def _reset(self, scope: int) -> None:
+        if scope == RESET_ALL:
+            with self._sim.locked() as h:
+                edited = h.model_version != self._world_version
+            if edited:  # spawned, deleted or moved entities: the world as loaded
+                self._sim.edit(lambda h: h.replace_scene(*self._source))
+                with self._sim.locked() as h:
+                    self._world_version = h.model_version
+            else:
+                self._sim.reset()
+            self._infos.forget()
+            return
+        if scope & RESET_SPAWNED:
+            with self._sim.locked() as h:
+                names = list(h.spawned)
+            if names:
+                self._sim.edit(lambda h: h.delete(*names))
+                self._infos.forget(*names)
+        if scope & (RESET_STATE | RESET_TIME):
+            with self._sim.locked() as h:
+                times = [h.sim_time(e) for e in range(h.num_envs)]
+                if scope & RESET_STATE:
+                    h.reset()
+                for e, t in enumerate(times):
+                    with h.editing(e) as d:
+                        d.time = 0.0 if scope & RESET_TIME else t
+            self._sim.changed()
+
+    # -- worlds --------------------------------------------------------------------
+    def worlds(self) -> list[World]:
+        """Scene files of the worlds directory."""
+        base = Path(self._worlds_dir).expanduser().resolve()
+        out = []
+        for path in resources.listed(base):
+            try:
+                name = resources.model_name(resources.read(path)) or path.stem
+            except RequestError:
+                continue
+            out.append(World(name, resources.file_uri(path), str(path.relative_to(base))))
+        return out
+
+    def load_world(self, uri: str, text: str) -> World:
+        """Replace the scene (removing every entity) and leave it stopped."""
+        if uri:
+            path = resources.resolve(self._worlds_dir, uri, "the worlds directory")
+            text = resources.read(path)
+            source: str = str(path)
+            world = World(
+                resources.model_name(text) or path.stem, resources.file_uri(path), str(path)
+            )
+        elif text:
+            resources.format_of(text)
+            source = text
+            world = World(
+                resources.model_name(text) or "world", "", "loaded from a resource string"
+            )
+        else:
+            raise ResourceError("no_resource", "give world_resource.uri or resource_string")
+        with self._lock:
+            self._sim.pause(True)
+            try:
+                self._sim.edit(lambda h: h.replace_scene(source))
+            except SceneError as exc:
+                if isinstance(exc, ResourceError):
+                    raise
+                text_ = str(exc).lower()
+                kind = (
+                    "assets"
+                    if ("could not open" in text_ or "resource not found" in text_)
+                    else "parse"
+                )
+                raise ResourceError(kind, str(exc)) from None
+            self._source = (source, None)
+            self._world, self._no_world = world, False
+            self._infos.forget()
+            with self._sim.locked() as h:
+                self._world_version = h.model_version
+            self._stopped_at = self._sim.sim_time()
+        return world
+
+    def unload_world(self) -> None:
+        """Remove the world: an empty scene, no run state until a world is loaded."""
+        with self._lock:
+            if self._no_world:
+                raise IncorrectStateError("no world is loaded")
+            self._sim.pause(True)
+            self._sim.edit(lambda h: h.replace_scene(_NO_WORLD_SCENE))
+            self._no_world, self._stopped_at = True, None
+            self._infos.forget()
+
+    def current_world(self) -> World:
+        """The loaded world."""
+        if self._no_world:
+            raise IncorrectStateError("no world is loaded")
+        return self._world
+
+    def _require_world(self) -> None:
+        if self._no_world:
+            raise IncorrectStateError("no world is loaded (LoadWorld first)")
