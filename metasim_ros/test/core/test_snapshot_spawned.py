@@ -1,7 +1,8 @@
 # Copyright 2026 metasim_ros developers
 # SPDX-License-Identifier: Apache-2.0
 """A snapshot of a simulation with spawned entities, loaded into one without them: the
-entities are added again first, and the load continues bit-identically."""
+entities are added again first, and the load continues bit-identically; a load that
+fails or is refused leaves the simulation (and its model) as it was."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from metasim_ros.core import MujocoHandler
 from metasim_ros.core.errors import SnapshotError
 from metasim_ros.core.snapshot import load_snapshot, save_snapshot
-from metasim_ros.core.snapshot.spawned import read_spawned, spawned_present, write_spawned
+from metasim_ros.core.snapshot.spawned import read_spawned, spawned_present
 
 CRATE = """<mujoco><worldbody><body name="crate"><freejoint/>
   <geom type="box" size="0.05 0.05 0.05" mass="0.2"/></body></worldbody></mujoco>"""
@@ -30,24 +31,38 @@ def saved(tmp_path) -> tuple[MujocoHandler, str]:
     h.step(n=150)
     path = str(tmp_path / "s.h5")
     save_snapshot(h, path)
-    with h5py.File(path, "a") as f:  # what save_snapshot will do once wired
-        write_spawned(f, h)
     return h, path
 
 
 def test_load_into_a_node_without_them_respawns_then_continues_exactly(tmp_path):
     h, path = saved(tmp_path)
+    with h5py.File(path) as f:  # what the file holds, read independently
+        assert list(f["spawned_entities"]) == ["crate", "post"]
     fresh = MujocoHandler()
-    with h5py.File(path) as f:
-        records = read_spawned(f)
-    assert list(records) == ["crate", "post"]
-    with spawned_present(fresh, records) as added:
-        report = load_snapshot(fresh, path)
-    assert added == ["crate", "post"] and report.ok and report.strategy == "integration_state"
+    report = load_snapshot(fresh, path)
+    assert report.ok and report.strategy == "integration_state" and report.exact
+    assert [m.name for m in fresh.models][-2:] == ["crate", "post"]
     assert fresh.scene_xml == h.scene_xml
     h.step(n=300)
     fresh.step(n=300)
     assert fresh.capture(0).integration.tobytes() == h.capture(0).integration.tobytes()
+
+
+def test_a_refused_load_removes_what_it_added(tmp_path):
+    h, path = saved(tmp_path)
+    fresh = MujocoHandler(num_envs=1)
+    fresh.step(n=10)
+    before = fingerprint(fresh)
+    with pytest.raises(SnapshotError, match="index"):
+        load_snapshot(fresh, path, index=5)  # the file holds one state
+    assert fingerprint(fresh) == before
+
+
+def test_a_save_without_spawned_entities_records_none(tmp_path):
+    h = MujocoHandler()
+    save_snapshot(h, tmp_path / "plain.h5")
+    with h5py.File(tmp_path / "plain.h5") as f:
+        assert "spawned_entities" not in f and read_spawned(f) == {}
 
 
 def test_a_failed_load_removes_what_it_added(tmp_path):

@@ -41,6 +41,7 @@ from metasim_ros.core.snapshot.restore import (
     prepare,
 )
 from metasim_ros.core.snapshot.simulation import Simulation
+from metasim_ros.core.snapshot.spawned import read_spawned, spawned_present
 
 #: Default limit on the size of a snapshot file loaded (bytes). Loading reads single rows, so
 #: large files are cheap; the limit only refuses files no recording plausibly reaches.
@@ -148,6 +149,26 @@ def prepare_load(
     _check_limit(max_steps, "max_steps")
     request = LoadRequest(int(index), int(env_id), str(group))
     with open_snapshot(path, max_bytes) as f:
+        spawned = read_spawned(f)
+        if any(name not in {m.name for m in sim.models} for name in spawned):
+            # the file's model has entities spawned at runtime that the simulation lacks:
+            # they are added first (under the lock, in apply_load), then the file read again
+            return PreparedLoad(
+                str(f.filename),
+                request.env_id,
+                [],
+                [],
+                spawned,
+                lambda again: prepare_load(
+                    again,
+                    path,
+                    index,
+                    env_id,
+                    group=group,
+                    max_bytes=max_bytes,
+                    max_steps=max_steps,
+                ),
+            )
         return prepare(f, sim, request, max_steps)
 
 
@@ -162,7 +183,13 @@ def apply_load(
     the file holds; roll back when verification fails or something is left out without
     ``allow_partial``."""
     check_tolerance(tolerance)
-    return apply_prepared(handler, prepared, tolerance, bool(allow_partial))
+    if prepared.again is None:
+        return apply_prepared(handler, prepared, tolerance, bool(allow_partial))
+    with spawned_present(handler, prepared.spawned) as added:  # removed again on an error
+        report = apply_prepared(handler, prepared.again(handler), tolerance, bool(allow_partial))
+        if not report.ok and added:  # rolled back: so is the model
+            handler.delete(*added)
+        return report
 
 
 def load_snapshot(

@@ -19,6 +19,7 @@ row reads and a 10k-step trajectory a few chunked, compressed datasets::
     /envs/env_<i>/body               [T, nbody, 13]   pose and twist of every body (``bodies.py``)
     /envs/env_<i>/dof_pos_target     [T, n_targets]   robot joint targets (names: structure)
     /envs/env_<i>/dof_vel_target     [T, n_targets]
+    /spawned_entities/<name>         entities spawned at runtime (``spawned.py``), if any
     /envs/env_<i>/wrench_remaining   [T, nbody]       sim seconds left of each body's applied
                                                        wrench (0 = none or until cleared);
                                                        only when some applied wrench ends
@@ -47,6 +48,7 @@ from metasim_ros.core.sim.wrenches import remaining_durations
 from metasim_ros.core.snapshot.bodies import BODY_COLUMNS, trajectory_body_rows
 from metasim_ros.core.snapshot.io import SnapshotError
 from metasim_ros.core.snapshot.simulation import Simulation
+from metasim_ros.core.snapshot.spawned import SpawnRecord, write_spawned
 
 FORMAT_NAME = "metasim_snapshot"
 FORMAT_VERSION = 2
@@ -123,6 +125,8 @@ class SaveCapture:
     #: [T, nbody] sim seconds left of applied wrenches (MuJoCo's state has no place for when
     #: they end); the current ones for a single state, none for trajectory rows
     wrench_remaining: dict[int, np.ndarray]
+    #: entities spawned at runtime (MJCF and pose), so a load can add them again first
+    spawned: dict[str, SpawnRecord]
 
 
 def capture_for_save(
@@ -156,7 +160,9 @@ def capture_for_save(
         )
         for e, c in captured.items()
     }
-    return SaveCapture(rows, targets("pos_target"), targets("vel_target"), wrenches)
+    return SaveCapture(
+        rows, targets("pos_target"), targets("vel_target"), wrenches, dict(handler.spawned)
+    )
 
 
 def _structure(handler: Simulation) -> dict[str, Any]:
@@ -207,6 +213,8 @@ def write_snapshot(
                 _create(eg, "dof_vel_target", capture.vel_targets[e])
                 if capture.wrench_remaining[e].any():  # optional: absent = none ends
                     _create(eg, "wrench_remaining", capture.wrench_remaining[e])
+            if capture.spawned:
+                write_spawned(f, capture.spawned)
 
 
 def _model_image(handler: Simulation) -> bytes:

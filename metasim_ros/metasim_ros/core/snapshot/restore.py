@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 
 import h5py
 import mujoco
@@ -24,6 +25,7 @@ from metasim_ros.core.snapshot.bodies import body_rows
 from metasim_ros.core.snapshot.io import LayoutMismatchError
 from metasim_ros.core.snapshot.plan import Expected, LoadRequest, Plan
 from metasim_ros.core.snapshot.simulation import Simulation
+from metasim_ros.core.snapshot.spawned import SpawnRecord, read_spawned
 from metasim_ros.core.snapshot.strategies import STRATEGIES
 
 #: Default verification tolerance: radians / metres / (rad|m)/s. Exact layouts reach 0.
@@ -111,6 +113,11 @@ class PreparedLoad:
     env_id: int
     plans: list[Plan]
     tried: list[str]
+    #: entities the file's model had spawned at runtime ({} for most files)
+    spawned: dict[str, SpawnRecord] = dataclasses.field(default_factory=dict)
+    #: set when the simulation lacks some of `spawned`: prepares the file again against
+    #: the simulation once they are added (plans are empty until then)
+    again: Callable[[Simulation], PreparedLoad] | None = None
 
 
 def prepare(
@@ -158,7 +165,7 @@ def prepare(
                 f"no known snapshot layout in {f.filename} (found: {_top_level(f)})"
             )
         raise SnapshotError(f"no layout in {f.filename} fits this model: " + "; ".join(tried))
-    return PreparedLoad(str(f.filename), request.env_id, plans, tried)
+    return PreparedLoad(str(f.filename), request.env_id, plans, tried, read_spawned(f))
 
 
 def apply_prepared(

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 import mujoco
 
 from metasim_ros.core.scene.loading import ModelInfo
-from metasim_ros.core.sim.handler import PhysicsState, Transaction
+from metasim_ros.core.sim.handler import PhysicsState, SpawnRecord, Transaction
 from metasim_ros.core.state.schema import State
 
 
@@ -26,6 +26,7 @@ class Simulation(Protocol):
     scene_xml: str
     models: list[ModelInfo]
     robots: list[ModelInfo]
+    spawned: dict[str, SpawnRecord]
 
     @property
     def model(self) -> mujoco.MjModel:
@@ -38,6 +39,12 @@ class Simulation(Protocol):
     @property
     def target_joint_names(self) -> list[str]:
         """Robot joints with dof_pos/vel targets, in the order PhysicsState holds them."""
+
+    def spawn(self, name: str, resource: str, pos: Sequence[float], quat: Sequence[float]) -> None:
+        """Add an entity (a model edit; every other entity carries over)."""
+
+    def delete(self, *names: str) -> None:
+        """Remove entities (a model edit; every other entity carries over)."""
 
     def synced_data(self, env_id: int) -> mujoco.MjData:
         """One env's MjData with derived quantities up to date, for reading."""

@@ -20,15 +20,16 @@ import h5py
 import numpy as np
 
 from metasim_ros.core.errors import SceneError, SnapshotError
-from metasim_ros.core.sim.handler import MujocoHandler, SpawnRecord
+from metasim_ros.core.sim.handler import SpawnRecord
+from metasim_ros.core.snapshot.simulation import Simulation
 
 GROUP = "spawned_entities"
 
 
-def write_spawned(f: h5py.File, handler: MujocoHandler) -> None:
-    """Record the handler's spawned entities in an open (writable) snapshot file."""
+def write_spawned(f: h5py.File, records: dict[str, SpawnRecord]) -> None:
+    """Record spawned entities (the handler's `spawned`) in an open, writable snapshot file."""
     g = f.create_group(GROUP)
-    for i, (name, record) in enumerate(handler.spawned.items()):
+    for i, (name, record) in enumerate(records.items()):
         e = g.create_group(name)
         e.create_dataset("mjcf", data=record.mjcf, dtype=h5py.string_dtype())
         e.attrs.update({"order": i, "pos": np.array(record.pos), "quat": np.array(record.quat)})
@@ -55,7 +56,7 @@ def read_spawned(f: h5py.File) -> dict[str, SpawnRecord]:
 
 
 @contextmanager
-def spawned_present(handler: MujocoHandler, records: dict[str, SpawnRecord]) -> Iterator[list]:
+def spawned_present(handler: Simulation, records: dict[str, SpawnRecord]) -> Iterator[list]:
     """Add the recorded entities the handler lacks (in spawn order), yield their names;
     if the body of the block raises, delete them again (the rest carries over exactly)."""
     have = {m.name for m in handler.models}
