@@ -34,6 +34,7 @@ from std_srvs.srv import SetBool, Trigger
 from metasim_ros.core.errors import RequestError
 from metasim_ros.core.paths import resolve_inside
 from metasim_ros.core.sim.access import SimulationAccess
+from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.snapshot import apply_load, capture_snapshot, prepare_load, write_captured
 from metasim_ros.ros.conversions import WorldStateFiller, world_to_states
 from metasim_ros.ros.parameters import SimParameters
@@ -115,11 +116,14 @@ class SimServices:
     @replying
     def set_states(self, request: SetStates.Request, response: SetStates.Response):
         """~/set_states: partial states, all or nothing."""
-        with self._sim.locked() as h:  # parsed against the model it is applied to
+
+        def apply(h: MujocoHandler) -> int:  # parsed against the model it is applied to
             states, env_ids = world_to_states(h, request.states)
             h.set_states(states, env_ids)
-        self._sim.changed()
-        response.success, response.message = True, f"set {len(states)} environment(s)"
+            return len(states)
+
+        response.success = True
+        response.message = f"set {self._sim.edit(apply)} environment(s)"
         return response
 
     @replying

@@ -26,8 +26,8 @@ class WrenchServices:
     def apply_wrench(self, request: ApplyWrench.Request, response: ApplyWrench.Response):
         """~/apply_wrench: one body, world-frame force at a point plus torque, for a duration."""
         f, t, p = request.force, request.torque, request.reference_point
-        with self._sim.locked() as h:
-            text = h.apply_wrench(
+        text = self._sim.edit(
+            lambda h: h.apply_wrench(
                 request.env_id,
                 request.body,
                 [f.x, f.y, f.z],
@@ -35,15 +35,13 @@ class WrenchServices:
                 [p.x, p.y, p.z],
                 request.duration,
             )
-        self._sim.changed()
+        )
         response.success, response.message = True, f"applied {text}"
         return response
 
     @replying
     def clear_wrenches(self, request: Trigger.Request, response: Trigger.Response):
         """~/clear_wrenches: remove every applied wrench of every env."""
-        with self._sim.locked() as h:
-            h.clear_wrenches()
-        self._sim.changed()
+        self._sim.edit(lambda h: h.clear_wrenches())
         response.success, response.message = True, "every applied wrench removed"
         return response

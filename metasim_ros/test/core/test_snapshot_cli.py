@@ -5,25 +5,17 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import h5py
 import numpy as np
 
-PKG = str(Path(__file__).resolve().parents[2])
+from cli_support import run_module
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "metasim_ros.snapshot_cli", *args],
-        env={**os.environ, "PYTHONPATH": PKG},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return run_module("metasim_ros.snapshot_cli", *args)
 
 
 def test_record_inspect_verify_convert(tmp_path):

@@ -5,28 +5,20 @@ and ROS's URDF parser read."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import mujoco
 from urdf_parser_py.urdf import URDF
 
+from cli_support import run_module
 from metasim_ros.scenes import default_scene_path
 
-PKG = str(Path(__file__).resolve().parents[2])
 ARTICULATED = str(Path(__file__).parent / "scenes" / "articulated.xml")
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "metasim_ros.urdf_cli", *args],
-        env={**os.environ, "PYTHONPATH": PKG},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return run_module("metasim_ros.urdf_cli", *args)
 
 
 def test_prints_the_robots_urdf():

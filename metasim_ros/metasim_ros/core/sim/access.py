@@ -69,8 +69,9 @@ class SimulationAccess:
         return self.handler.model_version
 
     def edit(self, change: Callable[[MujocoHandler], T]) -> T:
-        """Run a model change (``lambda h: h.spawn(...)``) under the lock, then tell the
-        publishers. The handler counts the new model; every part follows on its next read."""
+        """Run a change (``lambda h: h.set_states(...)``, ``lambda h: h.spawn(...)``) under the
+        lock, then tell the publishers. A model change is counted by the handler; every part
+        follows on its next read."""
         with self.locked() as h:
             result = change(h)
         self.changed()

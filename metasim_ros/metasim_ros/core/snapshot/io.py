@@ -232,11 +232,13 @@ def attr_int(obj: h5py.File | h5py.Group | h5py.Dataset, name: str, default: int
 
 def subgroup(parent: h5py.Group, name: str) -> h5py.Group | None:
     """The group ``name`` in ``parent``, None if absent; a non-group there is a mismatch."""
+    return _member(parent, name, h5py.Group, "group")
+
+
+def _member(parent: h5py.Group, name: str, kind: type, what: str) -> object | None:
     obj = parent.get(name)
-    if obj is None:
-        return None
-    if not isinstance(obj, h5py.Group):
-        raise LayoutMismatchError(f"{obj.name} is not a group")
+    if obj is not None and not isinstance(obj, kind):
+        raise LayoutMismatchError(f"{obj.name} is not a {what}")
     return obj
 
 
@@ -251,12 +253,7 @@ def resolve_index(index: int, count: int, what: str) -> int:
 
 def dataset(group: h5py.Group, name: str) -> h5py.Dataset | None:
     """The dataset ``name`` in ``group``, None if absent; a non-dataset there is a mismatch."""
-    obj = group.get(name)
-    if obj is None:
-        return None
-    if not isinstance(obj, h5py.Dataset):
-        raise LayoutMismatchError(f"{obj.name} is not a dataset")
-    return obj
+    return _member(group, name, h5py.Dataset, "dataset")
 
 
 def row_count(ds: h5py.Dataset, row_ndim: int) -> int:
