@@ -109,19 +109,21 @@ class Streams:
                 world_pub.publish(self._layout.world.fill(env_id, *reading))
 
         self._streams = {
-            "clock_rate": _Stream(1 / params.clock_rate, lambda h: h.sim_time(0), publish_clock),
+            "clock_rate": _Stream(
+                _period(params.clock_rate), lambda h: h.sim_time(0), publish_clock
+            ),
             "joint_state_rate": _Stream(
-                1 / params.joint_state_rate,
+                _period(params.joint_state_rate),
                 lambda h: self._layout.joints.fill(0),
                 joint_pub.publish,
             ),
             "world_state_rate": _Stream(
-                1 / params.world_state_rate,
+                _period(params.world_state_rate),
                 lambda h: [read_world(h, e) for e in range(h.num_envs)],
                 publish_world,
             ),
             "tf_rate": _Stream(
-                1 / params.tf_rate,
+                _period(params.tf_rate),
                 lambda h: self._layout.tf.read(h.synced_data(0)),
                 lambda r: tf_pub.publish(self._layout.tf.fill(r)),
             ),
