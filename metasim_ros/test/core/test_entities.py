@@ -112,6 +112,7 @@ def test_targets_and_state_carry_over():
         (lambda h: h.spawn("crate", CRATE.replace("box", "boks")), "resource"),
         (lambda h: h.spawn("crate", CRATE, quat=[1.0, 0.1, 0.0, 0.0]), "not unit"),
         (lambda h: h.spawn("crate", CRATE, pos=[0.0, float("nan"), 0.0]), "finite"),
+        (lambda h: h.spawn("crate", CRATE, pos=[1e308, 0.0, 0.0]), "exceeds"),
         (lambda h: h.delete("ghost"), "no entity"),
         (lambda h: h.delete("table_top"), "no entity"),  # a geom, not an entity
     ],

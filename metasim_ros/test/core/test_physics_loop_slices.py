@@ -10,8 +10,10 @@ import time
 
 import mujoco
 import numpy as np
+import pytest
 
 from metasim_ros.core import MujocoHandler
+from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.sim.physics_loop import PhysicsLoop
 from metasim_ros.scenes import default_scene_path
 
@@ -111,3 +113,33 @@ def test_rates_follow_the_real_time_factor():
         loop.stop()
     assert abs(rtf - 0.5) < 0.1, rtf
     assert steps_per_second * h.timestep == rtf
+
+
+def test_a_step_mujoco_cannot_take_halts_the_simulation_and_keeps_the_thread():
+    """MuJoCo raises (its arena is too small for the contacts): the physics thread lives
+    on, the simulation is reset and halted, and status says so."""
+    boxes = "".join(
+        f'<body pos="0 0 {0.05 + 0.1 * i}"><freejoint/><geom type="box" size=".05 .05 .05"/></body>'
+        for i in range(30)
+    )
+    xml = f'<mujoco><size memory="40K"/><worldbody><geom type="plane" size="5 5 .1"/>{boxes}'
+    xml += "</worldbody></mujoco>"
+    with pytest.raises(mujoco.FatalError):  # what MuJoCo itself does with this scene
+        m = mujoco.MjModel.from_xml_string(xml)
+        d = mujoco.MjData(m)
+        for _ in range(2000):
+            mujoco.mj_step(m, d)
+    logged: list[str] = []
+    sim = SimulationAccess(MujocoHandler(xml), 0.0, log_error=logged.append)
+    sim.loop.start()
+    try:
+        deadline = time.monotonic() + 10.0
+        while not sim.halted and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert sim.halted and sim.paused and sim.loop.alive
+        healthy, text = sim.status()
+        assert not healthy and "physics failed" in text and "FatalError" in text
+        assert logged and "stack" in logged[0]
+        assert sim.sim_time() == 0.0  # back to the initial state
+    finally:
+        sim.loop.stop()

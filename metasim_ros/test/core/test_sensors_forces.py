@@ -200,6 +200,7 @@ def test_bad_wrench_requests_change_nothing():
         (("box", [np.nan, 0, 0], [0, 0, 0], [0, 0, 0], 1.0), "force"),
         (("box", [1, 0], [0, 0, 0], [0, 0, 0], 1.0), "force"),
         (("box", [1, 0, 0], [0, 0, 0], [0, 0, 0], -1.0), "duration"),
+        (("box", [1, 0, 0], [0, 0, 0], [0, 0, 0], 1e308), "exceeds"),
         (("box", [1, 0, 0], [0, 0, 0], [0, 0, 0], 1e-4), "half a physics step"),
     ):
         with pytest.raises(RequestError, match=words):

@@ -83,6 +83,7 @@ def test_goals_for_joints_that_cannot_follow_are_refused():
         (["box_joint"], [[0.1]], "not a joint of franka"),
         ([*ARM, "panda_joint1"], [[*home, 0.0]], "named twice"),
         (ARM, [home[:6]], "7 positions"),
+        (ARM, [[1e308, *home[1:]]], "exceeds"),
     ):
         goal = TrajectoryGoal(joints, Waypoints(np.array([0.5]), np.array(pos)))
         with pytest.raises(StateValidationError, match=words):

@@ -150,10 +150,13 @@ def free_name(taken: Collection[str], base: str) -> str:
 
 
 def check_pose(pos: Sequence[float], quat: Sequence[float]) -> tuple[list[float], list[float]]:
-    """Finite position and unit quaternion (renormalised within QUAT_TOLERANCE)."""
+    """Finite position within mjMAXVAL and unit quaternion (renormalised within
+    QUAT_TOLERANCE)."""
     p, q = [float(v) for v in pos], [float(v) for v in quat]
     if len(p) != 3 or len(q) != 4 or not all(math.isfinite(v) for v in p + q):
         raise ResourceError("pose", f"pose: expected finite pos[3] and quat[4], got {p}, {q}")
+    if max(abs(v) for v in p) > mujoco.mjMAXVAL:  # MuJoCo would reset the state at once
+        raise ResourceError("pose", f"pose: position {p} exceeds {mujoco.mjMAXVAL:g} (mjMAXVAL)")
     norm = math.sqrt(sum(v * v for v in q))
     if abs(norm - 1.0) > QUAT_TOLERANCE:
         raise ResourceError("pose", f"pose: quaternion {q} is not unit (norm {norm:.9g})")

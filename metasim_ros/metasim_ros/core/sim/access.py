@@ -46,7 +46,9 @@ class SimulationAccess:
         self._on_change: list[Callable[[], None]] = []
         self._stepping = threading.Lock()  # one requested step at a time
         self._step_ticket = 0  # the newest step request; older ones are cancelled
-        self.loop = PhysicsLoop(handler, real_time_factor, on_diverged=self._diverged)
+        self.loop = PhysicsLoop(
+            handler, real_time_factor, on_diverged=self._diverged, on_failed=self._failed
+        )
 
     # -- holding the simulation ----------------------------------------------------
     @contextmanager
@@ -185,6 +187,19 @@ class SimulationAccess:
         if not loop.alive and loop.started:
             text = "STOPPED: the physics thread is not running; " + text
         return not self._halted and (loop.alive or not loop.started), text
+
+    def _failed(self, exc: Exception) -> None:
+        """Stepping raised (e.g. MuJoCo's arena too small for the model): MjData may be left
+        mid-step, so every env goes back to the initial state and the simulation halts,
+        logged and reported by status(), instead of the physics thread dying."""
+        self._halted = True
+        with self.locked() as h:
+            h.reset()
+        text = f"physics failed: {type(exc).__name__}: {exc}; every env reset, paused"
+        with self._state_lock:
+            self._divergences.append(text)
+        self._log_error(text + " (~/pause false resumes)")
+        self.changed()
 
     def _diverged(self, events: dict[int, str]) -> None:
         """MuJoCo found NaN/Inf/huge values and reset the env to model defaults; apply

@@ -70,11 +70,13 @@ class PhysicsLoop:
         real_time_factor: float = 1.0,
         tick_period: float = 0.005,
         on_diverged: Callable[[dict[int, str]], None] | None = None,
+        on_failed: Callable[[Exception], None] | None = None,
     ) -> None:
         """on_diverged: called (outside the lock) with handler.divergence() when the
-        physics of some environment blew up while stepping. Tick callbacks (`add_tick`)
-        run in the physics thread after every batch, and at least every `tick_period`
-        seconds while paused or waiting for real time."""
+        physics of some environment blew up while stepping. on_failed: called (outside
+        the lock, the loop paused) when stepping raised; the thread keeps running. Tick
+        callbacks (`add_tick`) run in the physics thread after every batch, and at least
+        every `tick_period` seconds while paused or waiting for real time."""
         self.handler = handler
         self._wake = threading.Event()
         self._resync = True
@@ -82,6 +84,7 @@ class PhysicsLoop:
         self.real_time_factor = real_time_factor
         self._ticks: list[Callable[[], None]] = []
         self._on_diverged = on_diverged
+        self._on_failed = on_failed
         self._tick_period = tick_period
         self._lock = threading.Lock()
         self._waiters = 0
@@ -188,6 +191,15 @@ class PhysicsLoop:
             self._request = None
         return request.done
 
+    def _failed(self, exc: Exception) -> None:
+        """Stepping raised: pause, end a running step request, report; the thread lives on."""
+        self._running.clear()
+        request = self._request
+        if request is not None:
+            request.finished.set()
+        if self._on_failed is not None:
+            self._on_failed(exc)
+
     def _step_slice(self, request: _StepRequest) -> None:
         """Take the next slice of a step request, or mark it finished."""
         if request.done >= request.n or request.cancelled():
@@ -260,41 +272,44 @@ class PhysicsLoop:
         wall0 = 0.0
         done = 0
         while not self._stop.is_set():
-            self._sample()
-            for tick in self._ticks:
-                tick()
-            request = self._request
-            if request is not None and not request.finished.is_set():
-                self._step_slice(request)
-                continue
-            if not self._running.is_set():
-                self._idle(self._tick_period)
-                continue
-            if self.handler.timestep != dt:  # a new scene: keep real time from here
-                dt, self._resync = self.handler.timestep, True
-            if self._resync:
-                self._resync = False
-                wall0, done = time.perf_counter(), 0
-            rtf = self._rtf
-            if rtf > 0.0:
-                due = int((time.perf_counter() - wall0) * rtf / dt) - done
-                if due <= 0:
-                    self._idle((done + 1) * dt / rtf - (time.perf_counter() - wall0))
+            try:
+                self._sample()
+                for tick in self._ticks:
+                    tick()
+                request = self._request
+                if request is not None and not request.finished.is_set():
+                    self._step_slice(request)
                     continue
-                if due > 50 * self.MAX_BATCH:  # far behind (e.g. after a long stall):
-                    self._resync = True  # drop the backlog instead of racing
-                    due = self.MAX_BATCH
-                n = min(due, self.MAX_BATCH)
-            else:
-                n = self.MAX_BATCH
-            self._no_waiters.wait()
-            with self._lock:
-                if self._stop.is_set() or not self._running.is_set():
+                if not self._running.is_set():
+                    self._idle(self._tick_period)
                     continue
-                self.handler.step(n=n)
-                self._steps += n
-                events = self.handler.divergence()
-                self._time = self.handler.sim_time(0)
-            done += n
-            if events and self._on_diverged is not None:
-                self._on_diverged(events)
+                if self.handler.timestep != dt:  # a new scene: keep real time from here
+                    dt, self._resync = self.handler.timestep, True
+                if self._resync:
+                    self._resync = False
+                    wall0, done = time.perf_counter(), 0
+                rtf = self._rtf
+                if rtf > 0.0:
+                    due = int((time.perf_counter() - wall0) * rtf / dt) - done
+                    if due <= 0:
+                        self._idle((done + 1) * dt / rtf - (time.perf_counter() - wall0))
+                        continue
+                    if due > 50 * self.MAX_BATCH:  # far behind (e.g. after a long stall):
+                        self._resync = True  # drop the backlog instead of racing
+                        due = self.MAX_BATCH
+                    n = min(due, self.MAX_BATCH)
+                else:
+                    n = self.MAX_BATCH
+                self._no_waiters.wait()
+                with self._lock:
+                    if self._stop.is_set() or not self._running.is_set():
+                        continue
+                    self.handler.step(n=n)
+                    self._steps += n
+                    events = self.handler.divergence()
+                    self._time = self.handler.sim_time(0)
+                done += n
+                if events and self._on_diverged is not None:
+                    self._on_diverged(events)
+            except Exception as exc:  # a fault while stepping (e.g. MuJoCo's arena exhausted)
+                self._failed(exc)

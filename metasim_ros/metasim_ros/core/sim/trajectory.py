@@ -29,6 +29,7 @@ import numpy as np
 
 from metasim_ros.core.errors import StateValidationError
 from metasim_ros.core.sim.interpolation import Spline, Waypoints
+from metasim_ros.core.state.schema import MAX_ABS_VALUE
 from metasim_ros.core.state.targets import MOTOR, POSITION, SERVO, JointTargets
 
 #: Outcomes (error codes of control_msgs/FollowJointTrajectory).
@@ -250,6 +251,14 @@ class TrajectoryRunner:
         ):
             if arr is not None and not np.isfinite(arr).all():
                 raise StateValidationError(f"{key}.points.{what}", "a value is not finite")
+            if (
+                arr is not None
+                and what != "time_from_start"
+                and (np.abs(arr) > MAX_ABS_VALUE).any()
+            ):
+                raise StateValidationError(
+                    f"{key}.points.{what}", f"a value exceeds {MAX_ABS_VALUE:g} (MuJoCo's mjMAXVAL)"
+                )
         if (np.diff(pts.times) <= 0).any() or pts.times[0] < 0:
             raise StateValidationError(
                 f"{key}.points.time_from_start", "times must increase strictly from >= 0"

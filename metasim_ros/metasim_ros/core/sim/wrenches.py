@@ -63,6 +63,10 @@ class AppliedWrenches:
         p = as_array(point, (3,), "reference_point")
         if not (isinstance(duration, (int, float)) and math.isfinite(duration) and duration >= 0):
             raise WrenchError(f"duration {duration!r}: expected finite sim seconds >= 0")
+        if duration > mujoco.mjMAXVAL:  # beyond any sim time; 0 means "until cleared"
+            raise WrenchError(
+                f"duration {duration:g} s exceeds {mujoco.mjMAXVAL:g} (use 0 for until cleared)"
+            )
         steps = 0 if duration == 0 else math.ceil(duration / self._dt - 0.5)
         if duration > 0 and steps == 0:
             raise WrenchError(
