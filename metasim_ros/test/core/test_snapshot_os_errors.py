@@ -8,6 +8,7 @@ the failed save created, and the file that was there stays."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -23,6 +24,12 @@ from metasim_ros.core.snapshot import SnapshotError, load_snapshot, save_snapsho
 @pytest.fixture(scope="module")
 def handler():
     return MujocoHandler()
+
+
+def package_path() -> str:
+    """PYTHONPATH for a subprocess: this tree's package first, then what was there."""
+    here = str(Path(__file__).resolve().parents[2])
+    return os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
 
 
 def one_line(exc: pytest.ExceptionInfo) -> str:
@@ -90,12 +97,9 @@ CUT_SHORT = textwrap.dedent(
 
 def test_a_write_cut_short_keeps_the_previous_file(tmp_path, handler):
     target = tmp_path / "snap.h5"
-    path = os.pathsep.join(
-        p for p in (str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH")) if p
-    )
     done = subprocess.run(
         [sys.executable, "-c", CUT_SHORT, str(target)],
-        env={**os.environ, "PYTHONPATH": path},
+        env={**os.environ, "PYTHONPATH": package_path()},
         capture_output=True,
         text=True,
         timeout=120,
@@ -108,11 +112,49 @@ def test_a_write_cut_short_keeps_the_previous_file(tmp_path, handler):
     assert load_snapshot(handler, target).count == 1  # the first save, whole
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root is not refused by folder permissions")
-def test_a_read_only_folder(tmp_path, handler):
-    ro = tmp_path / "ro"
-    ro.mkdir(mode=0o555)
-    with pytest.raises(SnapshotError, match=r"Permission denied \(EACCES\)") as exc:
-        save_snapshot(handler, ro / "a.h5")
-    one_line(exc)
-    assert files(ro) == []
+#: Saves into a read-only folder, directly and in a new subfolder; prints each error.
+READ_ONLY = textwrap.dedent(
+    """
+    import sys
+    from metasim_ros.core import MujocoHandler
+    from metasim_ros.core.errors import RequestError
+    from metasim_ros.core.paths import folders_made, resolve_inside
+    from metasim_ros.core.snapshot import save_snapshot
+    h = MujocoHandler()
+    for name in ("ro/a.h5", "ro/sub/a.h5"):
+        target = resolve_inside(sys.argv[1], name)
+        try:
+            with folders_made(target.parent):
+                save_snapshot(h, target)
+        except RequestError as exc:
+            print(exc)
+    """
+)
+
+
+def test_a_read_only_folder(tmp_path):
+    """Root is refused by folder permissions only without the capabilities that override
+    them: as root the saves run with those dropped (setpriv)."""
+    drop = []
+    if os.geteuid() == 0:
+        if not shutil.which("setpriv"):
+            pytest.skip("running as root and no setpriv to drop the override capabilities")
+        drop = [
+            "setpriv",
+            "--bounding-set=-dac_override,-dac_read_search,-fowner",
+            "--inh-caps=-all",
+        ]
+    (tmp_path / "ro").mkdir(mode=0o555)
+    done = subprocess.run(
+        [*drop, sys.executable, "-c", READ_ONLY, str(tmp_path)],
+        env={**os.environ, "PYTHONPATH": package_path()},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        f"cannot save snapshot {tmp_path}/ro/a.h5: Permission denied (EACCES)",
+        f"cannot create folder {tmp_path}/ro/sub: Permission denied (EACCES)",
+    ]
+    assert files(tmp_path) == ["ro"]
