@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from metasim_ros.core.errors import NotFoundError
 from metasim_ros.core.paths import FileAccessError, PathRefusedError, folders_made, resolve_inside
+from metasim_ros.core.scene import resources
 
 
 def test_plain_and_nested_names_resolve_inside(tmp_path):
@@ -138,3 +140,19 @@ def test_folders_made_are_removed_when_the_block_fails(tmp_path):
     with folders_made(target.parent):  # success: they stay
         target.write_bytes(b"x")
     assert target.read_bytes() == b"x"
+
+
+def test_spawnable_and_world_uris_get_the_same_refusals(tmp_path):
+    """resources.resolve (spawnables, worlds) goes through resolve_inside: one line each."""
+    os.symlink("loop.xml", tmp_path / "loop.xml")
+    (tmp_path / "f.xml").write_text("<mujoco/>")
+    for uri, error, words in (
+        ("loop.xml", PathRefusedError, "ELOOP"),
+        ((tmp_path / "loop.xml").as_uri(), PathRefusedError, "ELOOP"),
+        ("a" * 4800 + ".xml", PathRefusedError, "limit of 1024 bytes"),
+        ("d/" * 40 + "x.xml", PathRefusedError, "limit of 32"),
+        ("f.xml/x.xml", NotFoundError, "no file"),
+    ):
+        with pytest.raises(error, match=words) as exc:
+            resources.resolve(tmp_path, uri, "the spawnables directory")
+        one_line(exc)
