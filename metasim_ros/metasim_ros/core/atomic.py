@@ -12,6 +12,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from metasim_ros.core.paths import MAX_DEPTH
+
 #: Names of the temporary files ``atomic_path`` writes: ``.<name>.<8 mkstemp characters>.tmp``.
 TEMP_NAME = re.compile(r"\..+\.[a-z0-9_]{8}\.tmp")
 
@@ -42,9 +44,10 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     _fsync_dir(target.parent)
 
 
-def remove_interrupted(root: str | os.PathLike[str], max_depth: int) -> tuple[int, int]:
+def remove_interrupted(root: str | os.PathLike[str], max_depth: int = MAX_DEPTH) -> tuple[int, int]:
     """Remove the temporary files of interrupted ``atomic_path`` writes under ``root`` (its
-    folders down to ``max_depth`` levels, symlinks not followed); return (count, bytes).
+    folders down to ``max_depth`` levels, as deep as a caller's path may reach; symlinks
+    not followed); return (count, bytes).
 
     Only regular files named like ``TEMP_NAME`` are removed, and none another process holds
     an ``flock`` on: HDF5 holds one while it writes a file, so a save in progress elsewhere

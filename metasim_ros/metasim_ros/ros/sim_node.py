@@ -23,7 +23,6 @@ from sensor_msgs.msg import JointState
 from metasim_ros.core import fastdds_shm
 from metasim_ros.core.atomic import remove_interrupted
 from metasim_ros.core.errors import RequestError
-from metasim_ros.core.paths import MAX_DEPTH
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.sim.actuation import parse_gains
 from metasim_ros.core.sim.handler import MujocoHandler
@@ -127,7 +126,7 @@ class SimNode(Node):
         any save), Fast DDS shared-memory segments (in a thread of its own: start-up does
         not wait for the tool)."""
         log = self.get_logger()
-        count, size = remove_interrupted(snapshot_dir, MAX_DEPTH)
+        count, size = remove_interrupted(snapshot_dir)
         if count:
             log.info(
                 f"removed {count} temp file(s) of interrupted saves ({size} bytes) "

@@ -24,9 +24,9 @@ def test_killed_saves_leave_temp_files_that_are_removed(tmp_path, interrupted_sa
     os.symlink(tmp_path / "run1", tmp_path / "link")  # not followed: counted once
     kept = sorted(p for p in tmp_path.rglob("*") if p not in left)
 
-    assert remove_interrupted(tmp_path, MAX_DEPTH) == (len(left), sizes)
+    assert remove_interrupted(tmp_path) == (len(left), sizes)
     assert sorted(tmp_path.rglob("*")) == kept
-    assert remove_interrupted(tmp_path, MAX_DEPTH) == (0, 0)
+    assert remove_interrupted(tmp_path) == (0, 0)
 
 
 def test_a_file_another_process_holds_locked_stays(tmp_path):
@@ -36,11 +36,11 @@ def test_a_file_another_process_holds_locked_stays(tmp_path):
     fd = os.open(busy, os.O_RDWR)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        assert remove_interrupted(tmp_path, MAX_DEPTH) == (0, 0)
+        assert remove_interrupted(tmp_path) == (0, 0)
         assert busy.exists()
     finally:
         os.close(fd)
-    assert remove_interrupted(tmp_path, MAX_DEPTH) == (1, len(b"being written"))
+    assert remove_interrupted(tmp_path) == (1, len(b"being written"))
 
 
 def test_depth_is_bounded_and_unreadable_folders_are_skipped(tmp_path):
@@ -49,6 +49,6 @@ def test_depth_is_bounded_and_unreadable_folders_are_skipped(tmp_path):
     deeper.mkdir(parents=True)
     for folder in (shallow, deeper):
         (folder / ".a.h5.zzzzzzzz.tmp").write_bytes(b"x")
-    assert remove_interrupted(tmp_path, MAX_DEPTH) == (1, 1)  # a save reaches `shallow` only
+    assert remove_interrupted(tmp_path) == (1, 1)  # a save reaches `shallow` only
     assert (deeper / ".a.h5.zzzzzzzz.tmp").exists()
-    assert remove_interrupted(tmp_path / "missing", MAX_DEPTH) == (0, 0)
+    assert remove_interrupted(tmp_path / "missing") == (0, 0)
