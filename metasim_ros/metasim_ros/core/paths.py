@@ -46,10 +46,10 @@ def os_problem(exc: BaseException) -> str:
     """One line naming what the operating system refused, e.g. 'No space left on device
     (ENOSPC)', without the path the error was about (the caller's message names that)."""
     code = exc.errno if isinstance(exc, OSError) else None
-    if code is None:
+    if not code:
         found = _HDF5_ERRNO.search(str(exc))
         code = int(found[1]) if found else None
-    if code is None:
+    if not code:  # no errno, or 0 ("Success"): the message itself, on one line
         return " ".join(str(exc).split())[:200] or type(exc).__name__
     return f"{os.strerror(code)} ({errno.errorcode.get(code, code)})"
 

@@ -5,6 +5,7 @@ operating system refuses is one line naming the problem."""
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from collections.abc import Iterator
@@ -13,7 +14,13 @@ from pathlib import Path
 import pytest
 
 from metasim_ros.core.errors import NotFoundError
-from metasim_ros.core.paths import FileAccessError, PathRefusedError, folders_made, resolve_inside
+from metasim_ros.core.paths import (
+    FileAccessError,
+    PathRefusedError,
+    folders_made,
+    os_problem,
+    resolve_inside,
+)
 from metasim_ros.core.scene import resources
 
 
@@ -156,3 +163,10 @@ def test_spawnable_and_world_uris_get_the_same_refusals(tmp_path):
         with pytest.raises(error, match=words) as exc:
             resources.resolve(tmp_path, uri, "the spawnables directory")
         one_line(exc)
+
+
+def test_os_problem_names_the_errno_in_one_line():
+    assert os_problem(OSError(errno.ENOSPC, "x")) == "No space left on device (ENOSPC)"
+    hdf5 = OSError("Can't write data (file write failed: time = Mon\n, errno = 28, error ...)")
+    assert os_problem(hdf5) == "No space left on device (ENOSPC)"
+    assert os_problem(OSError("bad (errno = 0,\n flags)")) == "bad (errno = 0, flags)"
