@@ -25,22 +25,25 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     The temporary file lives in the same directory so that ``os.replace`` is a rename on one
     file system (atomic on POSIX). On an exception the temporary file is removed and ``path`` is
     untouched. A process killed inside the block leaves only a hidden ``.<name>.*.tmp`` file
-    (``TEMP_NAME``), which ``remove_interrupted`` removes.
+    (``TEMP_NAME``), which ``remove_interrupted`` removes. Meanwhile this process holds an
+    ``flock`` on it, so that a file still being written is never taken for a leftover (HDF5,
+    which locks the files it opens the same way, must not open it: write it with Python).
     """
     target = Path(path)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(fd)
     tmp = Path(tmp_name)
     try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # released when fd is closed or the process dies
         # mkstemp creates 0600; keep the mode of the file being replaced, else a normal 0644.
         os.chmod(tmp, target.stat().st_mode & 0o777 if target.exists() else 0o644)
         yield tmp
-        with open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
+        os.fsync(fd)
         os.replace(tmp, target)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    finally:
+        os.close(fd)
     _fsync_dir(target.parent)
 
 
@@ -49,10 +52,8 @@ def remove_interrupted(root: str | os.PathLike[str], max_depth: int = MAX_DEPTH)
     folders down to ``max_depth`` levels, as deep as a caller's path may reach; symlinks
     not followed); return (count, bytes).
 
-    Only regular files named like ``TEMP_NAME`` are removed, and none another process holds
-    an ``flock`` on: HDF5 holds one while it writes a file, so a save in progress elsewhere
-    (another process sharing the folder) keeps its file for most of its run. Call it before
-    this process saves anything.
+    Only regular files named like ``TEMP_NAME`` are removed, and none a process holds an
+    ``flock`` on: a save in progress in another process sharing the folder keeps its file.
     """
     count = size = 0
     stack = [(Path(root), 0)]

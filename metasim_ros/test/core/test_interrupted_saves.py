@@ -7,7 +7,7 @@ from __future__ import annotations
 import fcntl
 import os
 
-from metasim_ros.core.atomic import TEMP_NAME, remove_interrupted
+from metasim_ros.core.atomic import TEMP_NAME, atomic_path, remove_interrupted
 from metasim_ros.core.paths import MAX_DEPTH
 
 #: Names that only resemble the temp files of a save.
@@ -29,8 +29,8 @@ def test_killed_saves_leave_temp_files_that_are_removed(tmp_path, interrupted_sa
     assert remove_interrupted(tmp_path) == (0, 0)
 
 
-def test_a_file_another_process_holds_locked_stays(tmp_path):
-    """HDF5 holds an flock on a file it writes: such a file is not taken for a leftover."""
+def test_a_file_being_written_stays(tmp_path):
+    """A writer holds an flock on its temp file (atomic_path, HDF5): not a leftover."""
     busy = tmp_path / ".snap.h5.abcd_123.tmp"
     busy.write_bytes(b"being written")
     fd = os.open(busy, os.O_RDWR)
@@ -52,3 +52,11 @@ def test_depth_is_bounded_and_unreadable_folders_are_skipped(tmp_path):
     assert remove_interrupted(tmp_path) == (1, 1)  # a save reaches `shallow` only
     assert (deeper / ".a.h5.zzzzzzzz.tmp").exists()
     assert remove_interrupted(tmp_path / "missing") == (0, 0)
+
+
+def test_atomic_path_holds_its_temp_file_locked(tmp_path):
+    with atomic_path(tmp_path / "a.h5") as tmp:
+        tmp.write_bytes(b"half")
+        assert remove_interrupted(tmp_path) == (0, 0) and tmp.exists()
+    assert (tmp_path / "a.h5").read_bytes() == b"half"
+    assert [p.name for p in tmp_path.iterdir()] == ["a.h5"]
