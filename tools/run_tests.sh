@@ -3,7 +3,7 @@
 # test is a failure, not a success.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-command -v fastdds >/dev/null && fastdds shm clean >/dev/null 2>&1   # segments left by killed runs
+python -m metasim_ros.core.fastdds_shm   # Fast DDS segments left by killed runs
 python -m pytest "$@"
 rc=$?
 if [ "$rc" -eq 5 ]; then

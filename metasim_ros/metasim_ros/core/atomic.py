@@ -5,10 +5,17 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
+import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+
+from metasim_ros.core.paths import MAX_DEPTH
+
+#: Names of the temporary files ``atomic_path`` writes: ``.<name>.<8 mkstemp characters>.tmp``.
+TEMP_NAME = re.compile(r"\..+\.[a-z0-9_]{8}\.tmp")
 
 
 @contextlib.contextmanager
@@ -17,23 +24,69 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
 
     The temporary file lives in the same directory so that ``os.replace`` is a rename on one
     file system (atomic on POSIX). On an exception the temporary file is removed and ``path`` is
-    untouched. A process killed inside the block leaves only a hidden ``.<name>.*.tmp`` file.
+    untouched. A process killed inside the block leaves only a hidden ``.<name>.*.tmp`` file
+    (``TEMP_NAME``), which ``remove_interrupted`` removes. Meanwhile this process holds an
+    ``flock`` on it, so that a file still being written is never taken for a leftover (HDF5,
+    which locks the files it opens the same way, must not open it: write it with Python).
     """
     target = Path(path)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(fd)
     tmp = Path(tmp_name)
-    # mkstemp creates 0600; keep the mode of the file being replaced, else a normal 0644.
-    os.chmod(tmp, target.stat().st_mode & 0o777 if target.exists() else 0o644)
     try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # released when fd is closed or the process dies
+        # mkstemp creates 0600; keep the mode of the file being replaced, else a normal 0644.
+        os.chmod(tmp, target.stat().st_mode & 0o777 if target.exists() else 0o644)
         yield tmp
-        with open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
+        os.fsync(fd)
         os.replace(tmp, target)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    finally:
+        os.close(fd)
     _fsync_dir(target.parent)
+
+
+def remove_interrupted(root: str | os.PathLike[str], max_depth: int = MAX_DEPTH) -> tuple[int, int]:
+    """Remove the temporary files of interrupted ``atomic_path`` writes under ``root`` (its
+    folders down to ``max_depth`` levels, as deep as a caller's path may reach; symlinks
+    not followed); return (count, bytes).
+
+    Only regular files named like ``TEMP_NAME`` are removed, and none a process holds an
+    ``flock`` on: a save in progress in another process sharing the folder keeps its file.
+    """
+    count = size = 0
+    stack = [(Path(root), 0)]
+    while stack:  # iterative: a deep tree cannot exhaust the recursion limit
+        folder, depth = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue  # unreadable folder: nothing of ours can be removed there
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if depth + 1 < max_depth:
+                        stack.append((Path(entry.path), depth + 1))
+                elif TEMP_NAME.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
+                    size += _remove_unlocked(entry.path)
+                    count += 1
+            except OSError:
+                continue  # locked by a live writer, or gone meanwhile
+    return count, size
+
+
+def _remove_unlocked(path: str) -> int:
+    """Remove ``path`` unless a process holds an flock on it; its size. Raises OSError
+    (BlockingIOError when locked) otherwise."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        size = os.fstat(fd).st_size
+        os.unlink(path)
+        return size
+    finally:
+        os.close(fd)
 
 
 def _fsync_dir(directory: Path) -> None:

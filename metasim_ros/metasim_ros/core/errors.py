@@ -51,6 +51,12 @@ class PathRefusedError(RequestError):
     """A path that names something outside the allowed directory, or no valid name."""
 
 
+class FileAccessError(RequestError):
+    """The operating system refused a file operation on a path a caller named (a symlink
+    loop, a name too long, no permission, a read-only or full disk, a file where a folder
+    is expected); the message names the path and the problem in one line."""
+
+
 class ConfigurationError(RequestError):
     """A configuration value (e.g. a gain for an unknown joint) the scene cannot take."""
 

@@ -32,7 +32,7 @@ from rclpy.node import Node
 from std_srvs.srv import SetBool, Trigger
 
 from metasim_ros.core.errors import RequestError
-from metasim_ros.core.paths import resolve_inside
+from metasim_ros.core.paths import folders_made, resolve_inside
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.snapshot import apply_load, capture_snapshot, prepare_load, write_captured
@@ -183,10 +183,10 @@ class SimServices:
         computed on a scratch MjData and the file is written after it.
         """
         path = self._snapshot_path(request.path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with self._sim.locked() as h:
-            capture = capture_snapshot(h, path)
-        write_captured(self._sim.handler, path, capture)  # model facts only
+        with folders_made(path.parent):  # removed again if the save fails
+            with self._sim.locked() as h:
+                capture = capture_snapshot(h, path)
+            write_captured(self._sim.handler, path, capture)  # model facts only
         response.success, response.message = True, f"saved {path}"
         return response
 

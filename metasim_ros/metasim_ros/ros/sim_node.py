@@ -20,6 +20,8 @@ from rclpy.parameter import Parameter
 from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import JointState
 
+from metasim_ros.core import fastdds_shm
+from metasim_ros.core.atomic import remove_interrupted
 from metasim_ros.core.errors import RequestError
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.sim.actuation import parse_gains
@@ -69,6 +71,7 @@ class SimNode(Node):
             fast_render=p.render_quality == "fast",
         )
         Path(p.snapshot_dir).mkdir(parents=True, exist_ok=True)
+        self._housekeeping(p.snapshot_dir)
         self.sim = SimulationAccess(
             handler, p.real_time_factor, on_divergence=p.on_divergence, log_error=log.error
         )
@@ -117,6 +120,27 @@ class SimNode(Node):
         )
         self.add_on_set_parameters_callback(parameters.check_update)
         self.add_post_set_parameters_callback(self._apply_parameters)
+
+    def _housekeeping(self, snapshot_dir: str) -> None:
+        """Remove what killed processes left: temp files of interrupted saves (here, before
+        any save), Fast DDS shared-memory segments (in a thread of its own: start-up does
+        not wait for the tool)."""
+        log = self.get_logger()
+        count, size = remove_interrupted(snapshot_dir)
+        if count:
+            log.info(
+                f"removed {count} temp file(s) of interrupted saves ({size} bytes) "
+                f"from {snapshot_dir}"
+            )
+
+        def clean_shm() -> None:
+            result = fastdds_shm.clean()
+            if result is None:
+                log.debug("fastdds is not on PATH: shared-memory segments not cleaned")
+            else:
+                (log.info if result[0] else log.debug)(result[1])
+
+        threading.Thread(target=clean_shm, name="fastdds_shm_clean", daemon=True).start()
 
     def start(self) -> None:
         """Start physics and cameras; say on the log what runs where."""

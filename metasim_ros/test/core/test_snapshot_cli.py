@@ -56,8 +56,11 @@ def test_record_inspect_verify_convert(tmp_path):
 def test_failures_exit_nonzero_with_one_line(tmp_path):
     junk = tmp_path / "junk.h5"
     junk.write_text("junk")
+    (tmp_path / "loop.h5").symlink_to("loop.h5")
     for args, message in (
         (("verify", str(tmp_path / "missing.h5")), "not found"),
+        (("inspect", str(tmp_path / "loop.h5")), "symbolic links (ELOOP)"),
+        (("verify", str(junk / "x.h5")), "Not a directory (ENOTDIR)"),
         (("inspect", str(junk)), "not an HDF5 file"),
         (("verify", str(junk)), "not an HDF5 file"),
         (("record", str(tmp_path / "r.h5"), "--steps", "3", "--scene", str(junk)), "error"),

@@ -11,12 +11,13 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from metasim_ros.core.errors import (
+    FileAccessError,
     NotFoundError,
     PathRefusedError,
     ResourceError,
     UnsupportedError,
 )
-from metasim_ros.core.paths import resolve_inside
+from metasim_ros.core.paths import os_problem, resolve_inside
 
 #: File names listed as spawnables and worlds.
 SUFFIXES = (".xml", ".mjcf", ".urdf")
@@ -61,19 +62,25 @@ def resolve(root: str | os.PathLike, uri: str, what: str) -> Path:
         except ValueError:
             raise PathRefusedError(f"uri {uri!r} is outside {what} ({base})") from None
     path = resolve_inside(base, name, what)
-    if not path.is_file():
+    try:
+        found = path.is_file()
+    except OSError as exc:
+        raise FileAccessError(f"uri {uri!r}: cannot reach {path}: {os_problem(exc)}") from None
+    if not found:
         raise NotFoundError(f"uri {uri!r}: no file {path} in {what}")
     return path
 
 
 def read(path: Path) -> str:
     """The text of a resource file and its format check (root element)."""
-    size = path.stat().st_size
-    if size > MAX_BYTES:
-        raise ResourceError("parse", f"{path}: {size} bytes, more than {MAX_BYTES}")
     try:
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise ResourceError("parse", f"{path}: {size} bytes, more than {MAX_BYTES}")
         text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        raise ResourceError("parse", f"{path}: {os_problem(exc)}") from None
+    except UnicodeDecodeError as exc:
         raise ResourceError("parse", f"{path}: {exc}") from None
     format_of(text)
     return text

@@ -20,6 +20,7 @@ import numpy as np
 from tqdm import tqdm
 
 from metasim_ros.core.errors import SnapshotError
+from metasim_ros.core.paths import os_problem
 from metasim_ros.core.snapshot.format import (
     SaveCapture,
     capture_for_save,
@@ -88,7 +89,11 @@ def capture_snapshot(
             f"env_ids {list(env_ids or [])} invalid: the simulation has {handler.num_envs} env(s)"
         )
     target = Path(path)
-    if not target.parent.is_dir():
+    try:
+        folder = target.parent.is_dir()
+    except OSError as exc:
+        raise SnapshotError(f"cannot save snapshot {target}: {os_problem(exc)}") from None
+    if not folder:
         raise SnapshotError(
             f"cannot save snapshot {target}: directory {target.parent} does not exist"
         )
@@ -107,7 +112,7 @@ def write_captured(sim: Simulation, path: str | os.PathLike[str], capture: SaveC
     try:
         write_snapshot(sim, target, capture)
     except OSError as exc:
-        raise SnapshotError(f"cannot save snapshot {target}: {exc}") from None
+        raise SnapshotError(f"cannot save snapshot {target}: {os_problem(exc)}") from None
     return target
 
 

@@ -194,27 +194,31 @@ def write_snapshot(
     the model facts of ``handler``; body rows are computed on a scratch MjData).
 
     Everything that depends on the model alone (root attributes, /model) is built once per
-    model as an HDF5 file image; a save copies it and adds the states.
+    model as an HDF5 file image; a save copies it and adds the states. The file is built in
+    memory and written by Python, so a disk refusing the write (full, file too large, gone)
+    is an OSError naming it: HDF5 itself, when its writes fail, crashes the process on close.
     """
     model = handler.model
     env_ids = list(capture.rows)
     bodies = {e: trajectory_body_rows(model, capture.rows[e]) for e in env_ids}
+    with h5py.File.in_memory(file_image=_model_image(handler), libver="latest") as f:
+        f.attrs["created"] = _text(datetime.datetime.now(datetime.timezone.utc).isoformat())
+        f.attrs["num_envs"] = len(env_ids)
+        f.attrs["steps"] = len(capture.rows[env_ids[0]])
+        for e in env_ids:
+            eg = f.create_group(f"envs/env_{e}")
+            _create(eg, "integration_state", capture.rows[e])
+            _create(eg, "body", bodies[e])
+            _create(eg, "dof_pos_target", capture.pos_targets[e])
+            _create(eg, "dof_vel_target", capture.vel_targets[e])
+            if capture.wrench_remaining[e].any():  # optional: absent = none ends
+                _create(eg, "wrench_remaining", capture.wrench_remaining[e])
+        if capture.spawned:
+            write_spawned(f, capture.spawned)
+        f.flush()
+        image = f.id.get_file_image()
     with atomic_path(path) as tmp:
-        tmp.write_bytes(_model_image(handler))
-        with h5py.File(tmp, "r+", libver="latest") as f:
-            f.attrs["created"] = _text(datetime.datetime.now(datetime.timezone.utc).isoformat())
-            f.attrs["num_envs"] = len(env_ids)
-            f.attrs["steps"] = len(capture.rows[env_ids[0]])
-            for e in env_ids:
-                eg = f.create_group(f"envs/env_{e}")
-                _create(eg, "integration_state", capture.rows[e])
-                _create(eg, "body", bodies[e])
-                _create(eg, "dof_pos_target", capture.pos_targets[e])
-                _create(eg, "dof_vel_target", capture.vel_targets[e])
-                if capture.wrench_remaining[e].any():  # optional: absent = none ends
-                    _create(eg, "wrench_remaining", capture.wrench_remaining[e])
-            if capture.spawned:
-                write_spawned(f, capture.spawned)
+        tmp.write_bytes(image)
 
 
 def _model_image(handler: Simulation) -> bytes:

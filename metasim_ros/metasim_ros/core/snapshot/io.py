@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import stat
 import struct
 import urllib.parse
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ import h5py
 import numpy as np
 
 from metasim_ros.core.errors import MetasimError, SnapshotError
+from metasim_ros.core.paths import os_problem
 
 #: Largest number of values accepted in one row; anything larger is a corrupt or hostile file.
 MAX_ROW_VALUES = 10_000_000
@@ -45,8 +47,8 @@ def open_snapshot(path: str | os.PathLike[str], max_bytes: int | None = None) ->
     except FileNotFoundError:
         raise SnapshotError(f"snapshot file not found: {p}") from None
     except OSError as exc:
-        raise SnapshotError(f"cannot read snapshot file {p}: {exc}") from None
-    if not p.is_file():
+        raise SnapshotError(f"cannot read snapshot file {p}: {os_problem(exc)}") from None
+    if not stat.S_ISREG(st.st_mode):
         raise SnapshotError(f"snapshot path is not a regular file: {p}")
     if max_bytes is not None and st.st_size > max_bytes:
         raise SnapshotError(
@@ -55,13 +57,13 @@ def open_snapshot(path: str | os.PathLike[str], max_bytes: int | None = None) ->
     try:
         is_hdf5 = h5py.is_hdf5(p)
     except OSError as exc:
-        raise SnapshotError(f"cannot read snapshot file {p}: {exc}") from None
+        raise SnapshotError(f"cannot read snapshot file {p}: {os_problem(exc)}") from None
     if not is_hdf5:
         raise SnapshotError(f"not an HDF5 file: {p}")
     try:
         return h5py.File(p, "r")
     except Exception as exc:  # noqa: BLE001 - a corrupt superblock or header surfaces as OSError, ValueError, ...
-        raise SnapshotError(f"corrupt or truncated HDF5 file {p}: {exc}") from None
+        raise SnapshotError(f"corrupt or truncated HDF5 file {p}: {os_problem(exc)}") from None
 
 
 def check_heaps(f: h5py.File) -> None:
@@ -69,12 +71,12 @@ def check_heaps(f: h5py.File) -> None:
     variable-length value (strings, vlen arrays). Scanned once per file version."""
     try:
         st = os.stat(f.filename)
+        key = (f.filename, st.st_ino, st.st_size, st.st_mtime_ns)
+        if key in _CHECKED:
+            return
+        bad_heap = _looping_global_heap(Path(f.filename))
     except OSError as exc:
-        raise SnapshotError(f"cannot read snapshot file {f.filename}: {exc}") from None
-    key = (f.filename, st.st_ino, st.st_size, st.st_mtime_ns)
-    if key in _CHECKED:
-        return
-    bad_heap = _looping_global_heap(Path(f.filename))
+        raise SnapshotError(f"cannot read snapshot file {f.filename}: {os_problem(exc)}") from None
     if bad_heap is not None:
         raise SnapshotError(
             f"corrupt HDF5 file {f.filename}: global heap at byte {bad_heap} is malformed "
