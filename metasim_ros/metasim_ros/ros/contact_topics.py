@@ -18,7 +18,7 @@ from metasim_ros.core.scene.loading import names
 from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.state.forces import ContactReadings
 from metasim_ros.core.state.frames import FrameTree, mat_to_quat
-from metasim_ros.ros.conversions import fill_wrench, stamp
+from metasim_ros.ros.conversions import fill_wrench, fill_wxyz, fill_xyz, stamp
 from metasim_ros.ros.parameters import SimParameters
 
 
@@ -63,12 +63,9 @@ class ContactTopics:
             g1, g2 = int(c.geom[i, 0]), int(c.geom[i, 1])
             msg.geom1, msg.geom2 = self._geoms[g1], self._geoms[g2]
             msg.body1, msg.body2 = self._bodies[c.body[i, 0]], self._bodies[c.body[i, 1]]
-            p, nrm = c.pos[i], c.frame[i, 0]
-            msg.position.x, msg.position.y, msg.position.z = float(p[0]), float(p[1]), float(p[2])
-            msg.normal.x, msg.normal.y, msg.normal.z = float(nrm[0]), float(nrm[1]), float(nrm[2])
-            q = mat_to_quat(c.frame[i].T)  # columns = the contact axes in the world
-            o = msg.frame
-            o.w, o.x, o.y, o.z = float(q[0]), float(q[1]), float(q[2]), float(q[3])
+            fill_xyz(msg.position, c.pos[i])
+            fill_xyz(msg.normal, c.frame[i, 0])
+            fill_wxyz(msg.frame, mat_to_quat(c.frame[i].T))  # columns = the contact axes
             msg.depth = -float(c.dist[i])
             fill_wrench(msg.wrench_contact, c.force[i])
             fill_wrench(msg.wrench_world, c.world[i])
@@ -91,9 +88,8 @@ class ContactTopics:
             self._marker_pool.append(mk)
         for i, mk in enumerate(self._marker_pool[:n]):
             mk.header.stamp = self._msg.header.stamp
-            p, f = c.pos[i], c.world[i, :3]
             a, b = mk.points
-            a.x, a.y, a.z = float(p[0]), float(p[1]), float(p[2])
-            b.x, b.y, b.z = (float(p[k] + scale * f[k]) for k in range(3))
+            fill_xyz(a, c.pos[i])
+            fill_xyz(b, c.pos[i] + scale * c.world[i, :3])
         self._markers.markers = [self._clear] + self._marker_pool[:n]
         return self._markers

@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import math
 from array import array
-from typing import Iterable
+from typing import Iterable, Sequence
 
 import numpy as np
 from builtin_interfaces.msg import Time
-from geometry_msgs.msg import Pose, Twist, Wrench
+from geometry_msgs.msg import Accel, Point, Pose, Quaternion, Twist, Vector3, Wrench
 from metasim_msgs.msg import JointState as MsJointState
 from metasim_msgs.msg import LinkState, ModelState, WorldState
 from sensor_msgs.msg import JointState
@@ -53,25 +53,32 @@ def doubles(values: np.ndarray) -> array:
     return array("d", np.ascontiguousarray(values, dtype=np.float64).tobytes())
 
 
+def fill_xyz(vec: Point | Vector3, v: Sequence[float]) -> None:
+    """Write 3 values into a (preallocated) Point or Vector3 in place."""
+    vec.x, vec.y, vec.z = float(v[0]), float(v[1]), float(v[2])
+
+
+def fill_wxyz(quat: Quaternion, q: Sequence[float]) -> None:
+    """Write a wxyz quaternion (MuJoCo's order) into a (preallocated) Quaternion in place."""
+    quat.w, quat.x, quat.y, quat.z = float(q[0]), float(q[1]), float(q[2]), float(q[3])
+
+
 def fill_pose(pose: Pose, pos: np.ndarray, rot: np.ndarray) -> None:
     """Write a position and wxyz quaternion into a (preallocated) Pose in place."""
-    p, o = pose.position, pose.orientation
-    p.x, p.y, p.z = float(pos[0]), float(pos[1]), float(pos[2])
-    o.w, o.x, o.y, o.z = float(rot[0]), float(rot[1]), float(rot[2]), float(rot[3])
+    fill_xyz(pose.position, pos)
+    fill_wxyz(pose.orientation, rot)
 
 
-def fill_twist(twist: Twist, vel: np.ndarray, ang_vel: np.ndarray) -> None:
-    """Write linear and angular velocity into a (preallocated) Twist in place."""
-    lin, ang = twist.linear, twist.angular
-    lin.x, lin.y, lin.z = float(vel[0]), float(vel[1]), float(vel[2])
-    ang.x, ang.y, ang.z = float(ang_vel[0]), float(ang_vel[1]), float(ang_vel[2])
+def fill_twist(twist: Twist | Accel, linear: np.ndarray, angular: np.ndarray) -> None:
+    """Write linear and angular parts into a (preallocated) Twist or Accel in place."""
+    fill_xyz(twist.linear, linear)
+    fill_xyz(twist.angular, angular)
 
 
 def fill_wrench(wrench: Wrench, values: np.ndarray) -> None:
     """Write [force, torque] (6 values) into a (preallocated) Wrench in place."""
-    f, t = wrench.force, wrench.torque
-    f.x, f.y, f.z = float(values[0]), float(values[1]), float(values[2])
-    t.x, t.y, t.z = float(values[3]), float(values[4]), float(values[5])
+    fill_xyz(wrench.force, values[:3])
+    fill_xyz(wrench.torque, values[3:])
 
 
 class WorldStateFiller:

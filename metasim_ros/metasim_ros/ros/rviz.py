@@ -25,6 +25,7 @@ from metasim_ros.core.scene import markers as mk
 from metasim_ros.core.scene.urdf import robot_description
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.state.frames import FrameTree
+from metasim_ros.ros.conversions import fill_pose, fill_xyz
 from metasim_ros.ros.parameters import SimParameters
 
 #: Latched: a late subscriber (rviz2, robot_state_publisher, MoveIt) gets the last one.
@@ -46,10 +47,8 @@ def marker_array(visuals: Iterable[mk.GeomVisual], frames: list[str]) -> MarkerA
     for v in visuals:
         m = Marker(ns=v.model, id=v.geom, type=_TYPES[v.shape], frame_locked=True)
         m.header.frame_id = frames[v.body]
-        p, q = m.pose.position, m.pose.orientation
-        p.x, p.y, p.z = (float(x) for x in v.pos)
-        q.w, q.x, q.y, q.z = (float(x) for x in v.quat)
-        m.scale.x, m.scale.y, m.scale.z = (float(x) for x in v.scale)
+        fill_pose(m.pose, v.pos, v.quat)
+        fill_xyz(m.scale, v.scale)
         m.color.r, m.color.g, m.color.b, m.color.a = (float(x) for x in v.rgba)
         if v.triangles is not None:
             m.points = [Point(x=x, y=y, z=z) for x, y, z in v.triangles.tolist()]

@@ -15,7 +15,6 @@ import math
 import re
 from collections.abc import Callable
 
-import numpy as np
 from geometry_msgs.msg import WrenchStamped
 from metasim_msgs.msg import SensorReading, SensorReadings
 from rclpy.node import Node
@@ -26,7 +25,7 @@ from metasim_ros.core.sensors import SensorDevice
 from metasim_ros.core.sensors import SensorReadings as CoreReadings
 from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.state.frames import FrameTree
-from metasim_ros.ros.conversions import doubles, stamp
+from metasim_ros.ros.conversions import doubles, fill_wxyz, fill_xyz, stamp
 from metasim_ros.ros.parameters import SimParameters
 
 _MESSAGES = {"imu": Imu, "wrench": WrenchStamped, "range": Range, "magnetometer": MagneticField}
@@ -52,10 +51,6 @@ def device_topics(devices: list[SensorDevice]) -> list[str]:
 
 def _diagonal(cov, variance: float) -> None:
     cov[0] = cov[4] = cov[8] = variance
-
-
-def _set3(vec, v: np.ndarray) -> None:
-    vec.x, vec.y, vec.z = float(v[0]), float(v[1]), float(v[2])
 
 
 class SensorTopics:
@@ -134,13 +129,11 @@ class SensorTopics:
 
         def fill(r: CoreReadings) -> None:
             if quat is not None:
-                w, x, y, z = r.values(quat)
-                o = msg.orientation
-                o.w, o.x, o.y, o.z = float(w), float(x), float(y), float(z)
+                fill_wxyz(msg.orientation, r.values(quat))
             if gyro is not None:
-                _set3(msg.angular_velocity, r.values(gyro))
+                fill_xyz(msg.angular_velocity, r.values(gyro))
             if acc is not None:
-                _set3(msg.linear_acceleration, r.values(acc))
+                fill_xyz(msg.linear_acceleration, r.values(acc))
 
         return fill
 
@@ -149,9 +142,9 @@ class SensorTopics:
 
         def fill(r: CoreReadings) -> None:
             if force is not None:
-                _set3(msg.wrench.force, r.values(force))
+                fill_xyz(msg.wrench.force, r.values(force))
             if torque is not None:
-                _set3(msg.wrench.torque, r.values(torque))
+                fill_xyz(msg.wrench.torque, r.values(torque))
 
         return fill
 
@@ -180,6 +173,6 @@ class SensorTopics:
         _diagonal(msg.magnetic_field_covariance, sensor.noise**2)
 
         def fill(r: CoreReadings) -> None:
-            _set3(msg.magnetic_field, r.values(sensor))
+            fill_xyz(msg.magnetic_field, r.values(sensor))
 
         return fill

@@ -357,9 +357,7 @@ class SimInterfaces:
         msg.header.stamp = stamp(s.time)
         fill_pose(msg.pose, s.pos, s.quat)
         fill_twist(msg.twist, s.vel, s.ang_vel)
-        a = msg.acceleration
-        a.linear.x, a.linear.y, a.linear.z = (float(v) for v in s.acc)
-        a.angular.x, a.angular.y, a.angular.z = (float(v) for v in s.ang_acc)
+        fill_twist(msg.acceleration, s.acc, s.ang_acc)
         return msg
 
     @answering()

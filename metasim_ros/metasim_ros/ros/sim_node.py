@@ -10,13 +10,16 @@ import sys
 import threading
 import traceback
 from pathlib import Path
+from typing import Any
 
 import mujoco
 import rclpy
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.event_handler import PublisherEventCallbacks
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from rclpy.publisher import Publisher
 from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import JointState
 
@@ -141,6 +144,15 @@ class SimNode(Node):
                 (log.info if result[0] else log.debug)(result[1])
 
         threading.Thread(target=clean_shm, name="fastdds_shm_clean", daemon=True).start()
+
+    def create_publisher(self, *args: Any, **kwargs: Any) -> Publisher:
+        """A publisher without rclpy's default QoS-event handlers. Each handler is a Python
+        waitable the executor polls at every wake-up: with two per publisher they were half
+        of the executor's work per service call. Every publisher here offers reliable
+        delivery, so the only subscribers they could warn about are transient-local ones on
+        a volatile topic."""
+        kwargs.setdefault("event_callbacks", PublisherEventCallbacks(use_default_callbacks=False))
+        return super().create_publisher(*args, **kwargs)
 
     def start(self) -> None:
         """Start physics and cameras; say on the log what runs where."""

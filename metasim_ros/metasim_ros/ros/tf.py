@@ -9,13 +9,12 @@ from geometry_msgs.msg import TransformStamped
 from tf2_msgs.msg import TFMessage
 
 from metasim_ros.core.state.frames import Frame, FrameTree
-from metasim_ros.ros.conversions import stamp
+from metasim_ros.ros.conversions import fill_wxyz, fill_xyz, stamp
 
 
 def _set(t: TransformStamped, pos: np.ndarray, quat: np.ndarray) -> None:
-    tr, r = t.transform.translation, t.transform.rotation
-    tr.x, tr.y, tr.z = float(pos[0]), float(pos[1]), float(pos[2])
-    r.w, r.x, r.y, r.z = float(quat[0]), float(quat[1]), float(quat[2]), float(quat[3])
+    fill_xyz(t.transform.translation, pos)
+    fill_wxyz(t.transform.rotation, quat)
 
 
 def _transform(parent: str, child: str) -> TransformStamped:

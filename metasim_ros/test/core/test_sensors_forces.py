@@ -15,6 +15,7 @@ import pytest
 from metasim_ros.core import MujocoHandler
 from metasim_ros.core.errors import RequestError
 from metasim_ros.core.snapshot import load_snapshot, save_snapshot
+from mujoco_truth import contact_wrench
 
 SENSORS = str(Path(__file__).parents[1] / "scenes" / "sensors.xml")
 _SIG = mujoco.mjtState.mjSTATE_INTEGRATION
@@ -121,21 +122,7 @@ def test_box_wrench_balances_gravity_and_equals_contact_forces(settled):
     w = h.link_wrenches(0)[box]
     mass = m.body_mass[box]
     np.testing.assert_allclose(w[:3], [0, 0, mass * 9.81], rtol=0, atol=1e-6)
-    force, torque = np.zeros(3), np.zeros(3)
-    f6 = np.zeros(6)
-    for i in range(d.ncon):
-        c = d.contact[i]
-        b1, b2 = m.geom_bodyid[c.geom1], m.geom_bodyid[c.geom2]
-        if box not in (b1, b2):
-            continue
-        mujoco.mj_contactForce(m, d, i, f6)
-        frame = c.frame.reshape(3, 3)
-        sign = 1.0 if b2 == box else -1.0  # the force acts on geom2, its opposite on geom1
-        fw, tw = sign * frame.T @ f6[:3], sign * frame.T @ f6[3:]
-        force += fw
-        torque += tw + np.cross(c.pos - d.xpos[box], fw)
-    np.testing.assert_allclose(w[:3], force, rtol=0, atol=1e-9)
-    np.testing.assert_allclose(w[3:], torque, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(w, contact_wrench(m, d, box), rtol=0, atol=1e-9)
 
 
 def test_contacts_are_mujocos(settled):

@@ -22,7 +22,7 @@ from std_srvs.srv import Trigger
 from tf2_msgs.msg import TFMessage
 from visualization_msgs.msg import Marker, MarkerArray
 
-from mujoco_truth import compose, same_rotation
+from mujoco_truth import compose, contact_wrench, same_rotation
 
 NODE = "/sim_node"
 SCENE = str(Path(__file__).parents[1] / "scenes" / "sensors.xml")
@@ -147,29 +147,11 @@ def ns_of(sim: Replay) -> int:
     return round(sim.d.time * 1e9)
 
 
-def _box_contact_wrench(sim: Replay, box: int) -> np.ndarray:
-    """Sum over the box's contacts of mj_contactForce, in the world, torque at its origin."""
-    m, d = sim.m, sim.d
-    out, f6 = np.zeros(6), np.zeros(6)
-    for i in range(d.ncon):
-        c = d.contact[i]
-        b1, b2 = m.geom_bodyid[c.geom1], m.geom_bodyid[c.geom2]
-        if box not in (b1, b2):
-            continue
-        mujoco.mj_contactForce(m, d, i, f6)
-        frame = c.frame.reshape(3, 3)
-        fw = (1.0 if b2 == box else -1.0) * frame.T @ f6[:3]
-        tw = (1.0 if b2 == box else -1.0) * frame.T @ f6[3:]
-        out[:3] += fw
-        out[3:] += tw + np.cross(c.pos - d.xpos[box], fw)
-    return out
-
-
 def test_resting_box_wrench_and_contacts(sensor_node, client):
     sim = Replay(SCENE)
     sim.step(client, 1500)  # 3 s: box and block at rest
     box = sim.m.body("box").id
-    truth = _box_contact_wrench(sim, box)
+    truth = contact_wrench(sim.m, sim.d, box)
     mass = sim.m.body_mass[box]
 
     def link_wrench(world: WorldState) -> np.ndarray:

@@ -111,6 +111,10 @@ def spawn(client, name: str, xyz, resource: str = CRATE, **kw):
     return client.call(ss.SpawnEntity, NS + "spawn_entity", req)
 
 
+def reset(client, scope: int):
+    return call(client, ss.ResetSimulation, "reset_simulation", scope=scope)
+
+
 def step(client, n: int):
     return call(client, ss.StepSimulation, "step_simulation", steps=n)
 
@@ -562,28 +566,14 @@ def test_far_spawn_leaves_the_rest_bit_identical_and_reset_scopes(node, client):
     ok(spawn(client, "far", (5.0, 5.0, 0.06)))
     ok(step(client, 50))
     moved = qpos_of(client)
-    ok(
-        call(
-            client,
-            ss.ResetSimulation,
-            "reset_simulation",
-            scope=ss.ResetSimulation.Request.SCOPE_TIME,
-        )
-    )
+    ok(reset(client, ss.ResetSimulation.Request.SCOPE_TIME))
     assert (
         entity_state(client, "cube").header.stamp.sec == 0
         and entity_state(client, "cube").header.stamp.nanosec == 0
     )
     assert qpos_of(client) == moved
     ok(step(client, 10))
-    ok(
-        call(
-            client,
-            ss.ResetSimulation,
-            "reset_simulation",
-            scope=ss.ResetSimulation.Request.SCOPE_STATE,
-        )
-    )
+    ok(reset(client, ss.ResetSimulation.Request.SCOPE_STATE))
     assert entity_state(client, "cube").header.stamp.nanosec == 20_000_000  # 10 steps kept
     home = Truth(default_scene_path())
     got = qpos_of(client)
@@ -591,28 +581,14 @@ def test_far_spawn_leaves_the_rest_bit_identical_and_reset_scopes(node, client):
         home, {k: 0 for k in got if k != "far"}
     )
     assert "far" in entities(client)
-    ok(
-        call(
-            client,
-            ss.ResetSimulation,
-            "reset_simulation",
-            scope=ss.ResetSimulation.Request.SCOPE_SPAWNED,
-        )
-    )
+    ok(reset(client, ss.ResetSimulation.Request.SCOPE_SPAWNED))
     assert entities(client) == ["table", "franka", "cube", "box"]
-    r = call(client, ss.ResetSimulation, "reset_simulation", scope=8)
+    r = reset(client, 8)
     assert r.result.result == R.RESULT_FEATURE_UNSUPPORTED
     # ALL: deleted scene entities come back, time and state as at start-up
     ok(call(client, ss.DeleteEntity, "delete_entity", entity="box"))
     ok(step(client, 10))
-    ok(
-        call(
-            client,
-            ss.ResetSimulation,
-            "reset_simulation",
-            scope=ss.ResetSimulation.Request.SCOPE_ALL,
-        )
-    )
+    ok(reset(client, ss.ResetSimulation.Request.SCOPE_ALL))
     assert entities(client) == ["table", "franka", "cube", "box"]
     assert qpos_of(client) == truth_qpos(home, qpos_of(client))
 

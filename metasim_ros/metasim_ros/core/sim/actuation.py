@@ -19,6 +19,7 @@ Constraint and other actuators' forces are not in f, as in the paper.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import mujoco
 import numpy as np
@@ -74,6 +75,34 @@ def _per_joint(
     return np.array([float(gains.get(n, default)) for n in names])
 
 
+@dataclass
+class _Plan:
+    """What the laws of one env need for its current joint modes (index arrays, gains,
+    buffers), so a step does no mask or index work."""
+
+    version: int  # JointTargets.mode_version it was built for
+    servos: np.ndarray  # servos in velocity mode (their target advances)
+    servo_act: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    idle: bool  # no motor law runs
+    cols: np.ndarray  # motor joints under a law (target columns)
+    q: np.ndarray
+    dofs: np.ndarray  # their dofs, then every driven ball joint's
+    act: np.ndarray
+    scale: np.ndarray
+    kp: np.ndarray  # 0 in velocity mode
+    kd: np.ndarray
+    pos_err: np.ndarray
+    vel_err: np.ndarray
+    damped: np.ndarray  # kd > 0 (stable PD)
+    sel: np.ndarray
+    damping: np.ndarray
+    inv_damping: np.ndarray  # diag(1 / damping)
+    unit: np.ndarray
+    z: np.ndarray
+
+
 class Actuation:
     """The per-step laws of one handler's robot joints."""
 
@@ -115,6 +144,7 @@ class Actuation:
         self._motor_scale = targets.motor_scale[i]
         self._f = np.empty((1, model.nv))
         self._y = np.empty((1, model.nv))
+        self._plans: dict[int, _Plan] = {}
 
     @property
     def split(self) -> bool:
@@ -127,38 +157,70 @@ class Actuation:
 
     def apply(self, env: int, data: mujoco.MjData) -> None:
         """Write the ctrl the laws give for the coming step of `env`."""
-        t = self._t
-        sv = t.servo_idx[t.mode[env, t.servo_idx] == VELOCITY]
-        if sv.size:
-            lo, hi = t.range
-            t.pos[env, sv] = np.clip(t.pos[env, sv] + self.dt * t.vel[env, sv], lo[sv], hi[sv])
-            data.ctrl[t.act[sv]] = t.servo_ctrl(env, sv)
-        i = t.motor_idx
-        on = t.mode[env, i] != EFFORT
-        balls = t.balls
-        if not on.any() and not balls.names:
+        t, p = self._t, self._plan(env)
+        if p.servos.size:
+            sv = p.servos
+            t.pos[env, sv] = np.clip(t.pos[env, sv] + self.dt * t.vel[env, sv], p.lo, p.hi)
+            data.ctrl[p.servo_act] = t.servo_ctrl(env, sv)
+        if p.idle:
             return
-        stable, dt = self.law == "stable_pd", self.dt
-        kp = np.where(t.mode[env, i] == POSITION, self.kp, 0.0)[on]
-        kd = self.kd[on]
-        dofs = self._motor_dof[on]
-        q, qd = data.qpos[self._motor_q[on]], data.qvel[dofs]
-        pos_err = t.pos[env, i[on]] - (q + dt * qd if stable else q)
-        vel_err = t.vel[env, i[on]] - qd
+        stable, dt, n = self.law == "stable_pd", self.dt, p.cols.size
+        q, qd = data.qpos[p.q], data.qvel[p.dofs[:n]]
+        pos_err, vel_err = p.pos_err, p.vel_err
+        np.subtract(t.pos[env, p.cols], q + dt * qd if stable else q, out=pos_err[:n])
+        np.subtract(t.vel[env, p.cols], qd, out=vel_err[:n])
+        balls = t.balls
         if balls.names:
-            ball_err = self._ball_errors(env, data, stable)
-            kp = np.concatenate([kp, self._ball_kp])
-            kd = np.concatenate([kd, self._ball_kd])
-            dofs = np.concatenate([dofs, self._ball_dofs])
-            pos_err = np.concatenate([pos_err, ball_err])
-            vel_err = np.concatenate([vel_err, balls.vel[env].ravel() - data.qvel[self._ball_dofs]])
-        force = kp * pos_err + kd * vel_err
+            pos_err[n:] = self._ball_errors(env, data, stable)
+            np.subtract(balls.vel[env].ravel(), data.qvel[self._ball_dofs], out=vel_err[n:])
+        force = p.kp * pos_err + p.kd * vel_err
         if stable:
-            self._stable(data, force, kd, dofs)
-        n = int(on.sum())
-        data.ctrl[self._motor_act[on]] = self._motor_scale[on] * force[:n]
+            self._stable(data, force, p)
+        data.ctrl[p.act] = p.scale * force[:n]
         for b, acts in enumerate(balls.act):
             data.ctrl[acts] = balls.torque_to_ctrl[b] @ force[n + 3 * b : n + 3 * b + 3]
+
+    def _plan(self, env: int) -> _Plan:
+        """The index arrays and gains of `env`'s joint modes, rebuilt when they change."""
+        version = self._t.mode_version[env]
+        cached = self._plans.get(env)
+        if cached is not None and cached.version == version:
+            return cached
+        t = self._t
+        servos = t.servo_idx[t.mode[env, t.servo_idx] == VELOCITY]
+        i = t.motor_idx
+        on = t.mode[env, i] != EFFORT
+        kp = np.where(t.mode[env, i] == POSITION, self.kp, 0.0)[on]
+        dofs = np.concatenate([self._motor_dof[on], self._ball_dofs]).astype(np.intp)
+        kd = np.concatenate([self.kd[on], self._ball_kd])
+        damped = kd > 0
+        sel = dofs[damped]
+        lo, hi = t.range
+        plan = _Plan(
+            version=version,
+            servos=servos,
+            servo_act=t.act[servos],
+            lo=lo[servos],
+            hi=hi[servos],
+            idle=not on.any() and not t.balls.names,
+            cols=i[on],
+            q=self._motor_q[on],
+            dofs=dofs,
+            act=self._motor_act[on],
+            scale=self._motor_scale[on],
+            kp=np.concatenate([kp, self._ball_kp]),
+            kd=kd,
+            pos_err=np.empty(dofs.size),
+            vel_err=np.empty(dofs.size),
+            damped=damped,
+            sel=sel,
+            damping=kd[damped] * self.dt,
+            inv_damping=np.diag(1.0 / (kd[damped] * self.dt)),
+            unit=np.eye(self._model.nv)[sel],
+            z=np.empty((sel.size, self._model.nv)),
+        )
+        self._plans[env] = plan
+        return plan
 
     def _ball_errors(self, env: int, data: mujoco.MjData, stable: bool) -> np.ndarray:
         """Rotation errors target - current (mju_subQuat, in the joint's child frame) of
@@ -173,28 +235,20 @@ class Actuation:
             mujoco.mju_subQuat(err[3 * b : 3 * b + 3], balls.pos[env, b], quat)
         return err
 
-    def _stable(
-        self, data: mujoco.MjData, force: np.ndarray, kd: np.ndarray, dofs: np.ndarray
-    ) -> None:
+    def _stable(self, data: mujoco.MjData, force: np.ndarray, p: _Plan) -> None:
         """Subtract kd*dt*qacc from the PD forces (in place), qacc solved with the mass
         matrix and the damping at the next step (see the module docstring)."""
-        m, dt = self._model, self.dt
+        m = self._model
         f = self._f
         np.subtract(data.qfrc_passive, data.qfrc_bias, out=f[0])
         f[0] += data.qfrc_applied
-        f[0, dofs] += force
-        damped = kd > 0
-        sel = dofs[damped]
+        f[0, p.dofs] += force
+        sel = p.sel
         if sel.size == 0:
             return
-        y = self._y
+        y, z = self._y, p.z  # z rows: M^-1 e_s
         mujoco.mj_solveM(m, data, y, f)
-        unit = np.zeros((sel.size, m.nv))
-        unit[np.arange(sel.size), sel] = 1.0
-        z = np.empty_like(unit)  # rows: M^-1 e_s
-        mujoco.mj_solveM(m, data, z, unit)
-        damping = kd[damped] * dt
+        mujoco.mj_solveM(m, data, z, p.unit)
         # Woodbury: (M + P D P^T)^-1 f = y - Z^T (D^-1 + P^T M^-1 P)^-1 P^T y
-        system = np.diag(1.0 / damping) + z[:, sel]
-        qacc = y[0] - z.T @ np.linalg.solve(system, y[0, sel])
-        force[damped] -= damping * qacc[sel]
+        qacc = y[0] - z.T @ np.linalg.solve(p.inv_damping + z[:, sel], y[0, sel])
+        force[p.damped] -= p.damping * qacc[sel]

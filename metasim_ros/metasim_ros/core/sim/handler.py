@@ -547,8 +547,7 @@ class MujocoHandler:
         """n physics steps of env e with its actuation law before each."""
         m, act, step = self._model, self._actuation, mujoco.mj_step
         if not act.busy(e):
-            for _ in range(n):
-                step(m, d)
+            step(m, d, nstep=n)  # one GIL release for the run, not one per step
         elif act.split:
             for _ in range(n):
                 mujoco.mj_step1(m, d)

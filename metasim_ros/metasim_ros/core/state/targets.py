@@ -162,12 +162,15 @@ class JointTargets:
         self.balls = BallTargets(model, ball_drives, num_envs)
         #: per env: a law must run before every step (see `modes_changed`)
         self.stepping = [False] * num_envs
+        #: per env: bumped by `modes_changed` (what the actuation laws cache follows)
+        self.mode_version = [0] * num_envs
         self.modes_changed()
 
     def modes_changed(self, env: int | None = None) -> None:
         """Recompute `stepping` after `mode` was written (cheap to read per batch):
         motors outside effort mode need the PD law, servos in velocity mode a moving target."""
         for e in range(len(self.stepping)) if env is None else (env,):
+            self.mode_version[e] += 1
             self.stepping[e] = bool(
                 self.balls.names
                 or (self.mode[e, self.motor_idx] != EFFORT).any()

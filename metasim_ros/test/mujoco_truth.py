@@ -63,3 +63,22 @@ def compose(parent: tuple[np.ndarray, np.ndarray], child: tuple[np.ndarray, np.n
     q = np.zeros(4)
     mujoco.mju_mulQuat(q, np.asarray(p_q, float), np.asarray(c_q, float))
     return p_pos + rotated, q
+
+
+def contact_wrench(m: mujoco.MjModel, d: mujoco.MjData, body: int) -> np.ndarray:
+    """[force, torque] on `body` from its contacts: mj_contactForce of each, turned into
+    the world frame (the force acts on geom2, its opposite on geom1), torque about the
+    body's origin (xpos)."""
+    out, f6 = np.zeros(6), np.zeros(6)
+    for i in range(d.ncon):
+        c = d.contact[i]
+        b1, b2 = m.geom_bodyid[c.geom1], m.geom_bodyid[c.geom2]
+        if body not in (b1, b2):
+            continue
+        mujoco.mj_contactForce(m, d, i, f6)
+        frame = c.frame.reshape(3, 3)
+        sign = 1.0 if b2 == body else -1.0
+        fw, tw = sign * frame.T @ f6[:3], sign * frame.T @ f6[3:]
+        out[:3] += fw
+        out[3:] += tw + np.cross(c.pos - d.xpos[body], fw)
+    return out
