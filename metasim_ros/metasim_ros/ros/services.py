@@ -36,30 +36,48 @@ from metasim_ros.core.paths import resolve_inside
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.snapshot import apply_load, capture_snapshot, prepare_load, write_captured
+from metasim_ros.core.text import bounded, log_block
 from metasim_ros.ros.conversions import WorldStateFiller, world_to_states
 from metasim_ros.ros.parameters import SimParameters
 from metasim_ros.ros.streams import read_world
 
 
-def replying(fn: Callable[[Any, Any, Any], Any]) -> Callable[[Any, Any, Any], Any]:
-    """Turn an exception into a reply: request errors are replied with their message,
-    anything else is logged with its traceback and replied as an internal error.
-    Responses without success/message fields (GetStates) are replied empty."""
+def guarded(
+    fill: Callable[[Any, RequestError | None, str], None],
+) -> Callable[[Callable[[Any, Any, Any], Any]], Callable[[Any, Any, Any], Any]]:
+    """A service callback decorator: an exception becomes a reply. A RequestError is the
+    caller's fault (its message is replied); anything else is a fault of this package,
+    logged with its traceback (``self.log_error``) and replied as an internal error.
+    `fill(response, error or None, message)` writes the failure into the response. Every
+    message is escaped and bounded (core.text.bounded) before it is replied or logged."""
 
-    @functools.wraps(fn)
-    def wrapper(self: SimServices, request: Any, response: Any) -> Any:
-        try:
-            return fn(self, request, response)
-        except RequestError as exc:
-            message = str(exc)
-        except Exception:  # a fault of this package: log it, keep serving
-            self.log_error(f"{fn.__name__} failed:\n{traceback.format_exc()}")
-            message = f"internal error in {fn.__name__} (the node logged the traceback)"
-        if hasattr(response, "success"):
-            response.success, response.message = False, message
-        return response
+    def wrap(fn: Callable[[Any, Any, Any], Any]) -> Callable[[Any, Any, Any], Any]:
+        @functools.wraps(fn)
+        def wrapper(self: Any, request: Any, response: Any) -> Any:
+            try:
+                out = fn(self, request, response)
+                return response if out is None else out
+            except RequestError as exc:
+                error, message = exc, str(exc)
+            except Exception:  # a fault of this package: log it, keep serving
+                self.log_error(log_block(f"{fn.__name__} failed:\n{traceback.format_exc()}"))
+                error = None
+                message = f"internal error in {fn.__name__} (the node logged the traceback)"
+            fill(response, error, bounded(message, lines=True))
+            return response
 
-    return wrapper
+        return wrapper
+
+    return wrap
+
+
+def _fill_message(response: Any, _error: RequestError | None, message: str) -> None:
+    if hasattr(response, "success"):
+        response.success, response.message = False, message
+
+
+#: Responses with success/message fields; those without (GetStates) are replied empty.
+replying = guarded(_fill_message)
 
 
 class ServiceGroups:

@@ -161,8 +161,11 @@ class Streams:
         return set(self._streams)
 
     def set_rate(self, name: str, hz: float) -> None:
-        """Change one topic's rate (a runtime parameter change; 0 = every batch)."""
-        self._streams[name].period = _period(hz)
+        """Change one topic's rate (a runtime parameter change; 0 = every batch). The new
+        period counts from now: a message due in 100 s at the old rate is not waited for."""
+        stream = self._streams[name]
+        stream.period = _period(hz)
+        stream.due = time.monotonic() + stream.period
         self._next_due = 0.0
 
     def publish_all_soon(self) -> None:

@@ -12,12 +12,14 @@ state has one owner and every report is derived from it.
 from __future__ import annotations
 
 import threading
+import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
 from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.sim.physics_loop import PhysicsLoop
+from metasim_ros.core.text import log_block, shown
 
 T = TypeVar("T")
 
@@ -47,7 +49,11 @@ class SimulationAccess:
         self._stepping = threading.Lock()  # one requested step at a time
         self._step_ticket = 0  # the newest step request; older ones are cancelled
         self.loop = PhysicsLoop(
-            handler, real_time_factor, on_diverged=self._diverged, on_failed=self._failed
+            handler,
+            real_time_factor,
+            on_diverged=self._diverged,
+            on_failed=self._failed,
+            on_stopped=self._stopped,
         )
 
     # -- holding the simulation ----------------------------------------------------
@@ -200,6 +206,17 @@ class SimulationAccess:
             self._divergences.append(text)
         self._log_error(text + " (~/pause false resumes)")
         self.changed()
+
+    def _stopped(self, exc: BaseException) -> None:
+        """The physics thread ended on an error it could not handle: say so once, with
+        the traceback. status() derives the same from the thread (`PhysicsLoop.alive`)."""
+        trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip()
+        self._log_error(
+            log_block(
+                f"physics thread stopped: {type(exc).__name__}: {shown(exc)}; the simulation "
+                f"and its periodic readers stand still until it is restarted\n{trace}"
+            )
+        )
 
     def _diverged(self, events: dict[int, str]) -> None:
         """MuJoCo found NaN/Inf/huge values and reset the env to model defaults; apply
