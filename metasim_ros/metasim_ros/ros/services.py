@@ -5,7 +5,9 @@
 Every callback goes through `replying`: a RequestError (the caller's fault: bad input,
 refused path, mismatched snapshot) is replied as success=false with its message; any
 other exception is a fault of this package, logged with its traceback and replied as
-a generic internal error. Either way the node keeps serving.
+a generic internal error. Either way the node keeps serving, and every reply and logged
+traceback is escaped and bounded (core.text). `guarded` is that wrapper for any response
+shape: `replying` fills success/message, simulation_interfaces' `answering` a Result.
 
 Callback groups follow what a service touches (`ServiceGroups`): reads run concurrently
 with each other and with one writer (each holds the simulation only to copy); writers
