@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from metasim_ros.core.text import bounded
+from metasim_ros.core.text import bounded, log_block
 
 #: Seconds between two log lines of one cause.
 LOG_PERIOD = 5.0
@@ -23,11 +23,20 @@ LOG_PERIOD = 5.0
 
 class LogLimit:
     """A log function (e.g. a logger's ``warning``) that writes one line per cause per
-    `period` seconds, every line escaped and bounded (core.text.bounded)."""
+    `period` seconds, every line escaped and bounded (core.text.bounded); with `lines`, a
+    text of several lines (a traceback) stays one entry whose later lines are indented
+    (core.text.log_block).
 
-    def __init__(self, log: Callable[[str], None], period: float = LOG_PERIOD) -> None:
+    rclpy keys a log call by its source line and refuses a second severity there: two
+    LogLimits of different severities need loggers of their own (``logger.get_child``).
+    """
+
+    def __init__(
+        self, log: Callable[[str], None], period: float = LOG_PERIOD, lines: bool = False
+    ) -> None:
         self._log = log
         self.period = period
+        self._safe = log_block if lines else bounded
         self._lock = threading.Lock()
         self._causes: dict[str, tuple[float, int]] = {}  # cause -> (last line at, left out)
 
@@ -41,7 +50,7 @@ class LogLimit:
                 self._causes[cause] = (last, left_out + 1)
                 return False
             self._causes[cause] = (now, 0)
-        line = bounded(text)
+        line = self._safe(text)
         if left_out:
             line += f" [{left_out} more like this in the last {now - last:.0f} s not logged]"
         self._log(line)

@@ -59,7 +59,7 @@ class SimNode(Node):
         self.params = p = parameters.declare(self)
         log = self.get_logger()
         #: warnings about outside input: one line per cause per LOG_PERIOD seconds
-        self.warn_input = LogLimit(log.warning)
+        self.warn_input = LogLimit(log.get_child("input").warning)
         # MuJoCo's warnings (e.g. instability) go to the ROS log, not stdout + MUJOCO_LOG.TXT;
         # one line per kind (numbers such as the DOF or time do not make a new kind)
         mujoco.set_mju_user_warning(
@@ -77,8 +77,13 @@ class SimNode(Node):
             fast_render=p.render_quality == "fast",
         )
         Path(p.snapshot_dir).mkdir(parents=True, exist_ok=True)
+        # requests can make the physics diverge again and again: one line per kind per period
+        physics_errors = LogLimit(log.get_child("physics").error, lines=True)
         self.sim = SimulationAccess(
-            handler, p.real_time_factor, on_divergence=p.on_divergence, log_error=log.error
+            handler,
+            p.real_time_factor,
+            on_divergence=p.on_divergence,
+            log_error=lambda text: physics_errors(text.partition(":")[0], text),
         )
         self.sim.pause(p.paused)
 

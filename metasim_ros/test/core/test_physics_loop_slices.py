@@ -15,6 +15,7 @@ import pytest
 from metasim_ros.core import MujocoHandler
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.sim.physics_loop import PhysicsLoop
+from metasim_ros.core.text import log_block
 from metasim_ros.scenes import default_scene_path
 
 
@@ -174,11 +175,12 @@ def test_a_physics_thread_that_dies_is_reported_by_status_and_logged_once():
         healthy, text = sim.status()
         assert not healthy and text.startswith("STOPPED: the physics thread is not running")
         assert len(logged) == 1  # once, from the thread as it ended
-        first_line = logged[0].split("\n")[0]
+        first_line = logged[0].split("\n")[0]  # the error's text shown escaped
         assert first_line.startswith("physics thread stopped: _Fatal: tick gave up\\n[ERROR]")
-        assert all(line.startswith("    ") for line in logged[0].split("\n")[1:])
-        # the traceback ends with the error; its newline starts an indented line, not a log line
-        assert logged[0].endswith("_Fatal: tick gave up\n    [ERROR] [0.0] [metasim]: forged")
+        assert logged[0].endswith("_Fatal: tick gave up\n[ERROR] [0.0] [metasim]: forged")
+        block = log_block(logged[0]).split("\n")  # as the node writes it: one entry
+        assert all(line.startswith("    ") for line in block[1:])
+        assert block[-1] == "    [ERROR] [0.0] [metasim]: forged"
         assert sim.status()[0] is False and len(logged) == 1  # asking again logs nothing
     finally:
         sim.loop.stop()

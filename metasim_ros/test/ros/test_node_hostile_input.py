@@ -14,7 +14,7 @@ import unicodedata
 
 from geometry_msgs.msg import Vector3
 from metasim_msgs.msg import ModelState, WorldState
-from metasim_msgs.srv import ApplyWrench, SetStates
+from metasim_msgs.srv import ApplyWrench, SetStates, Step
 from sensor_msgs.msg import JointState
 from simulation_interfaces.srv import GetEntityState
 from std_srvs.srv import Trigger
@@ -134,3 +134,20 @@ def test_log_limit_writes_one_line_per_cause_per_period_with_a_count():
         written[2],
     ]
     assert written[2].startswith("fourth a [2 more like this in the last ")
+
+
+def test_repeated_divergences_are_counted_and_logged_a_few_times(start_node, client):
+    from test_node_services import blow_up  # a state MuJoCo's qacc blows up from
+
+    node = start_node({"paused": True}).wait_serving(client)
+    rounds = 20
+    for _ in range(rounds):
+        assert blow_up(client).success
+        assert client.call(Step, f"{NODE}/step", Step.Request(steps=2)).success
+    status = client.call(Trigger, f"{NODE}/status", Trigger.Request())
+    assert status.success and f"{rounds} divergence(s)" in status.message, status.message
+    assert node.stop() == 0
+    lines = node.output.splitlines()
+    diverged = [x for x in lines if "physics diverged" in x]
+    assert 1 <= len(diverged) <= 3, diverged  # every one counted by status, few logged
+    assert len([x for x in lines if "MuJoCo:" in x]) <= 3, node.output
