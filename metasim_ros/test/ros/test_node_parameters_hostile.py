@@ -25,6 +25,7 @@ from metasim_msgs.srv import Step  # noqa: E402
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue  # noqa: E402
 from rcl_interfaces.srv import GetParameters, SetParameters  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
+from sensor_msgs.msg import Image  # noqa: E402
 from std_srvs.srv import SetBool, Trigger  # noqa: E402
 
 from metasim_ros.ros.parameters import PARAMS  # noqa: E402
@@ -208,3 +209,20 @@ def test_step_limit_huge_is_bounded_and_a_huge_step_can_be_ended(probe, client):
     assert newer.success and newer.steps_done == 1
     assert client.call(SetBool, f"{NODE}/pause", SetBool.Request(data=False)).success
     probe.assert_running("resumed after the huge step")
+
+
+def test_camera_rate_back_from_the_slowest_renders_at_once(start_node, client):
+    start_node({"paused": True, "camera_width": 64, "camera_height": 48}).wait_serving(client)
+    probe = Probe(client)
+    images: list[float] = []
+    client.node.create_subscription(
+        Image, f"{NODE}/camera0/image_raw", lambda _m: images.append(time.monotonic()), 10
+    )
+    client.spin_until(lambda: bool(images), 60.0, "a first camera image")  # renderer made
+    slowest = next(p.low for p in NUMERIC if p.name == "camera_rate")
+    assert probe.set("camera_rate", slowest).successful
+    probe.spin_for(0.5)
+    assert probe.set("camera_rate", 10.0).successful
+    since = time.monotonic()
+    client.spin_until(lambda: images[-1] > since, 5.0, "an image at the new rate")
+    assert images[-1] - since < 2.0  # not after the old 100 s period
