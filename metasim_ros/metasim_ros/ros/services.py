@@ -44,29 +44,42 @@ from metasim_ros.ros.parameters import SimParameters
 from metasim_ros.ros.streams import read_world
 
 
+def _bound(response: Any, field: str) -> Any:
+    """Escape and bound the response's text field (dotted path), if it has one."""
+    *path, name = field.split(".")
+    holder = response
+    for part in path:
+        holder = getattr(holder, part, None)
+    if holder is not None and getattr(holder, name, None):
+        setattr(holder, name, bounded(getattr(holder, name), lines=True))
+    return response
+
+
 def guarded(
-    fill: Callable[[Any, RequestError | None, str], None],
+    fill: Callable[[Any, RequestError | None, str], None], field: str
 ) -> Callable[[Callable[[Any, Any, Any], Any]], Callable[[Any, Any, Any], Any]]:
     """A service callback decorator: an exception becomes a reply. A RequestError is the
     caller's fault (its message is replied); anything else is a fault of this package,
     logged with its traceback (``self.log_error``) and replied as an internal error.
-    `fill(response, error or None, message)` writes the failure into the response. Every
-    message is escaped and bounded (core.text.bounded) before it is replied or logged."""
+    `fill(response, error or None, message)` writes the failure into the response. The
+    response's text `field` ("message", "result.error_message"), success or not, is
+    escaped and bounded (core.text.bounded) before it is replied, tracebacks before they
+    are logged (core.text.log_block)."""
 
     def wrap(fn: Callable[[Any, Any, Any], Any]) -> Callable[[Any, Any, Any], Any]:
         @functools.wraps(fn)
         def wrapper(self: Any, request: Any, response: Any) -> Any:
             try:
                 out = fn(self, request, response)
-                return response if out is None else out
+                return _bound(response if out is None else out, field)
             except RequestError as exc:
                 error, message = exc, str(exc)
             except Exception:  # a fault of this package: log it, keep serving
                 self.log_error(log_block(f"{fn.__name__} failed:\n{traceback.format_exc()}"))
                 error = None
                 message = f"internal error in {fn.__name__} (the node logged the traceback)"
-            fill(response, error, bounded(message, lines=True))
-            return response
+            fill(response, error, message)
+            return _bound(response, field)
 
         return wrapper
 
@@ -79,7 +92,7 @@ def _fill_message(response: Any, _error: RequestError | None, message: str) -> N
 
 
 #: Responses with success/message fields; those without (GetStates) are replied empty.
-replying = guarded(_fill_message)
+replying = guarded(_fill_message, "message")
 
 
 class ServiceGroups:

@@ -140,7 +140,7 @@ def answering(**codes: int) -> Callable:
             fn(self, request, response)
             return response
 
-        return guarded(fill)(ok_unless_raised)
+        return guarded(fill, "result.error_message")(ok_unless_raised)
 
     return wrap
 
