@@ -11,21 +11,19 @@ cannot hide what follows. Every user-given text goes through it before it is wri
 
 from __future__ import annotations
 
-import unicodedata
-
 #: Characters of user text shown in a message; the rest is counted, not shown.
 SHOWN_CHARS = 80
 #: Longest message a service replies or the node logs about a request or an input (the
 #: last line of defence, for text that reached a message without `shown`).
 MESSAGE_CHARS = 4000
-#: Unicode categories shown as escapes: control and format characters (incl. bidi
-#: overrides), line/paragraph separators and lone surrogates.
-_ESCAPED = frozenset(("Cc", "Cf", "Zl", "Zp", "Cs"))
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def _escaped(c: str) -> str:
-    if c.isprintable() and unicodedata.category(c) not in _ESCAPED:
+    """One character as shown: itself if Python counts it printable, else an escape
+    (control and format characters incl. bidi overrides, separators other than the
+    space, surrogates, unassigned code points)."""
+    if c.isprintable():
         return c
     if c in _NAMED:
         return _NAMED[c]
@@ -36,7 +34,9 @@ def _escaped(c: str) -> str:
 
 
 def _cut(text: str, limit: int, keep: str) -> str:
-    out = "".join(c if c in keep else _escaped(c) for c in text[:limit])
+    out = text[:limit]
+    if not (out.replace(keep, "") if keep else out).isprintable():  # the usual case is fast
+        out = "".join(c if c in keep else _escaped(c) for c in out)
     if len(text) > limit:
         out += f"...[{len(text) - limit} more characters]"
     return out
