@@ -11,6 +11,8 @@ the node logs its traceback and replies a generic internal error.
 
 from __future__ import annotations
 
+from metasim_ros.core.text import SHOWN_CHARS, shown
+
 
 class MetasimError(Exception):
     """Base of every error this package raises on purpose."""
@@ -32,7 +34,8 @@ class StateValidationError(RequestError):
     """A state or action request was rejected; nothing was changed.
 
     `key` is the dotted path of the offending entry (e.g.
-    ``robots.franka.dof_pos.panda_joint9``), `env_id` the environment it was for.
+    ``robots.franka.dof_pos.panda_joint9``), `env_id` the environment it was for. The
+    key holds names from the request: the message shows it escaped and bounded.
     """
 
     def __init__(self, key: str, reason: str, env_id: int | None = None) -> None:
@@ -40,7 +43,7 @@ class StateValidationError(RequestError):
         self.reason = reason
         self.env_id = env_id
         where = f" (env {env_id})" if env_id is not None else ""
-        super().__init__(f"{key or '<state>'}: {reason}{where}")
+        super().__init__(f"{shown(key, 2 * SHOWN_CHARS) or '<state>'}: {reason}{where}")
 
 
 class SnapshotError(RequestError):

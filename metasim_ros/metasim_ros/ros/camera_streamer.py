@@ -96,6 +96,7 @@ class CameraStreamer:
         with sim.locked() as h:
             self._follow(h)
         self._stop = threading.Event()
+        self._rate_changed = threading.Event()
         self._thread = threading.Thread(target=self._run, name="cameras", daemon=True)
 
     def _follow(self, h) -> None:
@@ -138,15 +139,23 @@ class CameraStreamer:
         """Start the camera thread (it follows the model even while there is no camera)."""
         self._thread.start()
 
+    def rate_changed(self) -> None:
+        """camera_rate changed: its new period counts from now (not after the old one)."""
+        self._rate_changed.set()
+
     def stop(self) -> None:
         """Stop the camera thread and release its GL context."""
         self._stop.set()
+        self._rate_changed.set()
         if self._thread.is_alive():
             self._thread.join(5.0)
 
     def _run(self) -> None:
         try:
-            while not self._stop.wait(1.0 / self._params.camera_rate):
+            while not self._stop.is_set():
+                if self._rate_changed.wait(1.0 / self._params.camera_rate):
+                    self._rate_changed.clear()  # a new rate (or stop): wait its period
+                    continue
                 if self._sim.model_version != self._version:  # a new model: follow it first
                     with self._sim.locked() as h:
                         self._follow(h)

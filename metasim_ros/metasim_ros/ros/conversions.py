@@ -34,6 +34,7 @@ from sensor_msgs.msg import JointState
 
 from metasim_ros.core.errors import StateValidationError
 from metasim_ros.core.state.robot_joints import RobotJointArrays
+from metasim_ros.core.text import shown
 
 #: builtin_interfaces/Time holds an int32 of seconds: times beyond it saturate.
 _MIN_NS, _MAX_NS = -(2**31) * 10**9, (2**31 - 1) * 10**9 + 999_999_999
@@ -202,7 +203,7 @@ def world_to_states(handler, worlds: list[WorldState]) -> tuple[list[dict], list
             if ms.reference_frame not in ("", "world"):
                 raise StateValidationError(
                     f"models.{ms.name}.reference_frame",
-                    f"only 'world' is supported, got {ms.reference_frame!r}",
+                    f"only 'world' is supported, got '{shown(ms.reference_frame)}'",
                 )
             info = infos[ms.name]
             section = "robots" if info.kind == "robot" else "objects"

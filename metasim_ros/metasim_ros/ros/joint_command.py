@@ -19,6 +19,7 @@ from sensor_msgs.msg import JointState
 from metasim_ros.core.errors import RequestError, StateValidationError
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.state.commands import JointCommand
+from metasim_ros.ros.log_limit import LogLimit
 
 
 def commands_from_joint_state(msg: JointState) -> dict[str, JointCommand]:
@@ -44,9 +45,10 @@ def commands_from_joint_state(msg: JointState) -> dict[str, JointCommand]:
 class JointCommandSubscriber:
     """Subscribes the command topic; every message goes to every environment."""
 
-    def __init__(self, node: Node, sim: SimulationAccess, topic: str) -> None:
+    def __init__(self, node: Node, sim: SimulationAccess, topic: str, warn: LogLimit) -> None:
+        """warn: where refused commands are reported (rate-limited per cause)."""
         self._sim = sim
-        self._log = node.get_logger()
+        self._warn = warn
         self._topic = node.resolve_topic_name(topic)
         # its own group: a command never queues behind a service callback in the executor
         node.create_subscription(
@@ -63,4 +65,4 @@ class JointCommandSubscriber:
             with self._sim.locked() as h:
                 h.command(commands)
         except RequestError as exc:
-            self._log.warning(f"{self._topic} ignored: {exc}")
+            self._warn(f"joint_command {type(exc).__name__}", f"{self._topic} ignored: {exc}")

@@ -40,6 +40,8 @@ _INT64_MAX = 2**63 - 1
 _RATE_MAX = 10_000.0  # Hz
 #: Slowest rate: one message per 100 s (slower ones would overflow timed waits)
 _RATE_MIN = 0.01
+#: Most steps one ~/step request can hold (its `steps` field is a uint32).
+_STEPS_MAX = 2**32 - 1
 
 
 def _default_snapshot_dir() -> str:
@@ -78,6 +80,8 @@ class Param:
     high: float | int | None = None
     choices: tuple[str, ...] | None = None
     item: type = str  # element type of a list parameter (str or int); low/high bound each
+    #: where 0 means "no limit" (as fast as possible, every batch): the least other value
+    nonzero_low: float | None = None
     resolve: Callable[[Any], Any] | None = None  # start-up value -> attribute value
 
     @property
@@ -90,6 +94,8 @@ class Param:
         if self.choices:
             return "one of: " + ", ".join(self.choices)
         each = "each " if self.kind is list else ""
+        if self.nonzero_low is not None:
+            return f"0 or in [{_num(self.nonzero_low)}, {_num(self.high)}]"
         if self.low is not None and self.high is not None:
             return f"{each}in [{_num(self.low)}, {_num(self.high)}]"
         if self.low is not None:
@@ -130,6 +136,8 @@ class Param:
         if self.low is not None and value < self.low:
             return f"must be {self.constraint()}"
         if self.high is not None and value > self.high:
+            return f"must be {self.constraint()}"
+        if self.nonzero_low is not None and 0 < value < self.nonzero_low:
             return f"must be {self.constraint()}"
         return None
 
@@ -185,7 +193,12 @@ class SimParameters:
         dynamic=True,
     )
     real_time_factor: float = _p(
-        1.0, "sim seconds per wall second; 0 = as fast as possible", dynamic=True, low=0.0, high=1e6
+        1.0,
+        "sim seconds per wall second; 0 = as fast as possible",
+        dynamic=True,
+        low=0.0,
+        high=1e6,
+        nonzero_low=1e-3,
     )
     clock_rate: float = _p(100.0, "Hz (wall clock) of /clock", **_RATE)
     joint_state_rate: float = _p(50.0, "Hz (wall clock) of joint_states", **_RATE)
@@ -304,6 +317,7 @@ class SimParameters:
         "other calls go on)",
         dynamic=True,
         low=1,
+        high=_STEPS_MAX,
     )
     sensor_rate: float = _p(
         100.0,
@@ -312,6 +326,7 @@ class SimParameters:
         dynamic=True,
         low=0.0,
         high=_RATE_MAX,
+        nonzero_low=_RATE_MIN,
     )
     contact_rate: float = _p(
         30.0, "Hz (wall clock) of ~/contacts and ~/contact_markers, only while subscribed", **_RATE

@@ -25,6 +25,7 @@ from metasim_ros.core.scene import markers as mk
 from metasim_ros.core.scene.urdf import robot_description
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.state.frames import FrameTree
+from metasim_ros.core.text import log_block
 from metasim_ros.ros.conversions import fill_pose, fill_xyz
 from metasim_ros.ros.parameters import SimParameters
 
@@ -88,7 +89,7 @@ class RvizTopics:
         try:
             text = robot_description(model, robots, path, self._params.marker_groups)
         except Exception:  # a bug in the description must not keep the simulation from running
-            self._log.error(f"no robot_description:\n{traceback.format_exc()}")
+            self._log.error(log_block(f"no robot_description:\n{traceback.format_exc()}"))
             text = None
         if text is None:  # no robots (any more): no topic, no stale latched description
             if self._description is not None:

@@ -5,7 +5,9 @@
 Every callback goes through `replying`: a RequestError (the caller's fault: bad input,
 refused path, mismatched snapshot) is replied as success=false with its message; any
 other exception is a fault of this package, logged with its traceback and replied as
-a generic internal error. Either way the node keeps serving.
+a generic internal error. Either way the node keeps serving, and every reply and logged
+traceback is escaped and bounded (core.text). `guarded` is that wrapper for any response
+shape: `replying` fills success/message, simulation_interfaces' `answering` a Result.
 
 Callback groups follow what a service touches (`ServiceGroups`): reads run concurrently
 with each other and with one writer (each holds the simulation only to copy); writers
@@ -36,30 +38,61 @@ from metasim_ros.core.paths import folders_made, resolve_inside
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.snapshot import apply_load, capture_snapshot, prepare_load, write_captured
+from metasim_ros.core.text import bounded, log_block
 from metasim_ros.ros.conversions import WorldStateFiller, world_to_states
 from metasim_ros.ros.parameters import SimParameters
 from metasim_ros.ros.streams import read_world
 
 
-def replying(fn: Callable[[Any, Any, Any], Any]) -> Callable[[Any, Any, Any], Any]:
-    """Turn an exception into a reply: request errors are replied with their message,
-    anything else is logged with its traceback and replied as an internal error.
-    Responses without success/message fields (GetStates) are replied empty."""
+def _bound(response: Any, field: str) -> Any:
+    """Escape and bound the response's text field (dotted path), if it has one."""
+    *path, name = field.split(".")
+    holder = response
+    for part in path:
+        holder = getattr(holder, part, None)
+    if holder is not None and getattr(holder, name, None):
+        setattr(holder, name, bounded(getattr(holder, name), lines=True))
+    return response
 
-    @functools.wraps(fn)
-    def wrapper(self: SimServices, request: Any, response: Any) -> Any:
-        try:
-            return fn(self, request, response)
-        except RequestError as exc:
-            message = str(exc)
-        except Exception:  # a fault of this package: log it, keep serving
-            self.log_error(f"{fn.__name__} failed:\n{traceback.format_exc()}")
-            message = f"internal error in {fn.__name__} (the node logged the traceback)"
-        if hasattr(response, "success"):
-            response.success, response.message = False, message
-        return response
 
-    return wrapper
+def guarded(
+    fill: Callable[[Any, RequestError | None, str], None], field: str
+) -> Callable[[Callable[[Any, Any, Any], Any]], Callable[[Any, Any, Any], Any]]:
+    """A service callback decorator: an exception becomes a reply. A RequestError is the
+    caller's fault (its message is replied); anything else is a fault of this package,
+    logged with its traceback (``self.log_error``) and replied as an internal error.
+    `fill(response, error or None, message)` writes the failure into the response. The
+    response's text `field` ("message", "result.error_message"), success or not, is
+    escaped and bounded (core.text.bounded) before it is replied, tracebacks before they
+    are logged (core.text.log_block)."""
+
+    def wrap(fn: Callable[[Any, Any, Any], Any]) -> Callable[[Any, Any, Any], Any]:
+        @functools.wraps(fn)
+        def wrapper(self: Any, request: Any, response: Any) -> Any:
+            try:
+                out = fn(self, request, response)
+                return _bound(response if out is None else out, field)
+            except RequestError as exc:
+                error, message = exc, str(exc)
+            except Exception:  # a fault of this package: log it, keep serving
+                self.log_error(log_block(f"{fn.__name__} failed:\n{traceback.format_exc()}"))
+                error = None
+                message = f"internal error in {fn.__name__} (the node logged the traceback)"
+            fill(response, error, message)
+            return _bound(response, field)
+
+        return wrapper
+
+    return wrap
+
+
+def _fill_message(response: Any, _error: RequestError | None, message: str) -> None:
+    if hasattr(response, "success"):
+        response.success, response.message = False, message
+
+
+#: Responses with success/message fields; those without (GetStates) are replied empty.
+replying = guarded(_fill_message, "message")
 
 
 class ServiceGroups:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import math
 import threading
-import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -37,8 +36,10 @@ from metasim_ros.core.scene.entity_info import EntityInfo
 from metasim_ros.core.sim import simulator as api
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.sim.physics_loop import PhysicsLoop
+from metasim_ros.core.text import bounded, shown
 from metasim_ros.ros.conversions import fill_pose, fill_twist, stamp
 from metasim_ros.ros.parameters import SimParameters
+from metasim_ros.ros.services import guarded
 
 R = sm.Result
 F = sm.SimulatorFeatures
@@ -109,40 +110,37 @@ ACTION_SLICE = PhysicsLoop.MAX_BATCH
 
 def result_of(exc: RequestError, codes: dict[str, int]) -> tuple[int, str]:
     """(result code, message) of a refused request; `codes` holds the service's own codes
-    by ResourceError/TransitionError kind and for 'incorrect_state'."""
+    by ResourceError/TransitionError kind and for 'incorrect_state'. The message is
+    escaped and bounded (core.text.bounded)."""
     kind = getattr(exc, "kind", None)
+    message = bounded(str(exc), lines=True)
     if kind in codes:
-        return codes[kind], str(exc)
+        return codes[kind], message
     if isinstance(exc, NotFoundError):
-        return R.RESULT_NOT_FOUND, str(exc)
+        return R.RESULT_NOT_FOUND, message
     if isinstance(exc, UnsupportedError):
-        return R.RESULT_FEATURE_UNSUPPORTED, str(exc)
+        return R.RESULT_FEATURE_UNSUPPORTED, message
     if isinstance(exc, IncorrectStateError):
-        return codes.get("incorrect_state", R.RESULT_INCORRECT_STATE), str(exc)
-    return R.RESULT_OPERATION_FAILED, str(exc)
+        return codes.get("incorrect_state", R.RESULT_INCORRECT_STATE), message
+    return R.RESULT_OPERATION_FAILED, message
 
 
 def answering(**codes: int) -> Callable:
-    """Reply `result` OK, or the code of the error: request errors with their message,
-    anything else logged with its traceback as OPERATION_FAILED. The node keeps serving."""
+    """Reply `result` OK, or the code of the error (`guarded`: request errors with their
+    message, anything else logged with its traceback as OPERATION_FAILED)."""
+
+    def fill(response: Any, error: RequestError | None, message: str) -> None:
+        code = result_of(error, codes)[0] if error is not None else R.RESULT_OPERATION_FAILED
+        response.result.result, response.result.error_message = code, message
 
     def wrap(fn: Callable[[Any, Any, Any], Any]) -> Callable[[Any, Any, Any], Any]:
         @functools.wraps(fn)
-        def wrapper(self: SimInterfaces, request: Any, response: Any) -> Any:
+        def ok_unless_raised(self: SimInterfaces, request: Any, response: Any) -> Any:
             response.result.result = R.RESULT_OK  # the default, 0, is FEATURE_UNSUPPORTED
-            try:
-                fn(self, request, response)
-                return response
-            except RequestError as exc:
-                code, message = result_of(exc, codes)
-            except Exception:  # a fault of this package: log it, keep serving
-                self.log_error(f"{fn.__name__} failed:\n{traceback.format_exc()}")
-                code = R.RESULT_OPERATION_FAILED
-                message = f"internal error in {fn.__name__} (the node logged the traceback)"
-            response.result.result, response.result.error_message = code, message
+            fn(self, request, response)
             return response
 
-        return wrapper
+        return guarded(fill, "result.error_message")(ok_unless_raised)
 
     return wrap
 
@@ -303,7 +301,7 @@ class SimInterfaces:
         except RequestError as exc:
             goal_handle.abort()
             result.result.result = R.RESULT_OPERATION_FAILED
-            result.result.error_message = f"{exc} (after {done} of {total} steps)"
+            result.result.error_message = bounded(f"{exc} (after {done} of {total} steps)")
             return result
         goal_handle.succeed()
         result.result.result = R.RESULT_OK
@@ -377,7 +375,7 @@ class SimInterfaces:
         """SetEntityState: pose and/or twist in the world; acceleration unsupported."""
         frame = request.state.header.frame_id
         if frame not in ("", self.world_frame):
-            raise UnsupportedError(f"reference frame {frame!r}: only {self.world_frame!r}")
+            raise UnsupportedError(f"reference frame '{shown(frame)}': only {self.world_frame!r}")
         if request.set_acceleration:
             raise UnsupportedError(
                 "setting an acceleration is not supported (MuJoCo integrates it)"

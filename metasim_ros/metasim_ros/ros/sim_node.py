@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
 import threading
@@ -29,11 +30,13 @@ from metasim_ros.core.errors import RequestError
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.sim.actuation import parse_gains
 from metasim_ros.core.sim.handler import MujocoHandler
+from metasim_ros.core.text import log_block
 from metasim_ros.ros import parameters
 from metasim_ros.ros.camera_streamer import CameraStreamer
 from metasim_ros.ros.contact_topics import ContactTopics
 from metasim_ros.ros.conversions import targets_from_joint_state
 from metasim_ros.ros.joint_command import JointCommandSubscriber
+from metasim_ros.ros.log_limit import LogLimit
 from metasim_ros.ros.rviz import RvizTopics
 from metasim_ros.ros.sensor_topics import SensorTopics
 from metasim_ros.ros.services import ServiceGroups, SimServices
@@ -60,8 +63,13 @@ class SimNode(Node):
         super().__init__("sim_node")
         self.params = p = parameters.declare(self)
         log = self.get_logger()
-        # MuJoCo's warnings (e.g. instability) go to the ROS log, not stdout + MUJOCO_LOG.TXT
-        mujoco.set_mju_user_warning(lambda msg: log.warning(f"MuJoCo: {msg}"))
+        #: warnings about outside input: one line per cause per LOG_PERIOD seconds
+        self.warn_input = LogLimit(log.get_child("input").warning)
+        # MuJoCo's warnings (e.g. instability) go to the ROS log, not stdout + MUJOCO_LOG.TXT;
+        # one line per kind (numbers such as the DOF or time do not make a new kind)
+        mujoco.set_mju_user_warning(
+            lambda msg: self.warn_input(re.sub(r"[0-9.]+", "#", msg), f"MuJoCo: {msg}")
+        )
         handler = MujocoHandler(
             p.scene or None,
             num_envs=p.num_envs,
@@ -75,8 +83,13 @@ class SimNode(Node):
         )
         Path(p.snapshot_dir).mkdir(parents=True, exist_ok=True)
         self._housekeeping(p.snapshot_dir)
+        # requests can make the physics diverge again and again: one line per kind per period
+        physics_errors = LogLimit(log.get_child("physics").error, lines=True)
         self.sim = SimulationAccess(
-            handler, p.real_time_factor, on_divergence=p.on_divergence, log_error=log.error
+            handler,
+            p.real_time_factor,
+            on_divergence=p.on_divergence,
+            log_error=lambda text: physics_errors(text.partition(":")[0], text),
         )
         self.sim.pause(p.paused)
 
@@ -112,8 +125,12 @@ class SimNode(Node):
             10,
             callback_group=self.input_group,
         )
-        self.joint_command = JointCommandSubscriber(self, self.sim, p.joint_command_topic)
-        self.trajectory_server = TrajectoryServer(self, self.sim, p.trajectory_action)
+        self.joint_command = JointCommandSubscriber(
+            self, self.sim, p.joint_command_topic, self.warn_input
+        )
+        self.trajectory_server = TrajectoryServer(
+            self, self.sim, p.trajectory_action, self.warn_input
+        )
         self.sim_services = SimServices(self, self.sim, p)
         self.wrench_services = WrenchServices(self, self.sim, self.sim_services.groups.writes)
         self.cameras = CameraStreamer(self, self.sim, p)
@@ -186,7 +203,9 @@ class SimNode(Node):
                 targets = targets_from_joint_state(msg, h.robot_of_joint)
                 h.set_states([targets] * h.num_envs)
         except RequestError as exc:
-            self.get_logger().warning(f"~/joint_targets ignored: {exc}")
+            self.warn_input(
+                f"joint_targets {type(exc).__name__}", f"~/joint_targets ignored: {exc}"
+            )
 
     # -- parameters ------------------------------------------------------------------
     def _apply_parameters(self, params: list[Parameter]) -> None:
@@ -200,6 +219,8 @@ class SimNode(Node):
                 self.sim.on_divergence = param.value
             elif param.name in ("markers", "marker_groups"):
                 self.rviz.publish_markers(self.params)
+            elif param.name == "camera_rate":
+                self.cameras.rate_changed()
             elif param.name.endswith("_rate") and param.name in self.streams.names:
                 self.streams.set_rate(param.name, param.value)
 
@@ -227,7 +248,7 @@ def main(args: list[str] | None = None) -> int:
             try:
                 executor.spin_once(timeout_sec=0.1)
             except Exception:  # a callback's bug: report it, keep serving everyone else
-                node.get_logger().error(f"callback failed:\n{traceback.format_exc()}")
+                node.get_logger().error(log_block(f"callback failed:\n{traceback.format_exc()}"))
     finally:
         node.shutdown()
         executor.shutdown(timeout_sec=2.0)

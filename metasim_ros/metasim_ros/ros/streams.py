@@ -15,6 +15,7 @@ parameters.py. A rate of 0 publishes after every physics batch. A stream with an
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -129,6 +130,9 @@ class Streams:
             ),
         }
         self._next_due = 0.0  # earliest due time of any stream: the cheap test per tick
+        #: due times change in the physics thread (tick) and in callbacks (rates, changes):
+        #: held only while they are read or written, never while reading the simulation
+        self._timing = threading.Lock()
         self._followers: list[Callable[[MujocoHandler, FrameTree], None]] = []
         sim.on_change(self.publish_all_soon)
         sim.loop.add_tick(self.tick)
@@ -145,10 +149,11 @@ class Streams:
         """Another periodic topic; `name` is its rate parameter (for `set_rate`).
         `follow(handler, tree)` rebuilds what the topic derives from the model: it runs
         under the lock, in the same hold as (and before) the first read of a new model."""
-        self._streams[name] = _Stream(_period(hz), read, publish, 0.0, active)
+        with self._timing:
+            self._streams[name] = _Stream(_period(hz), read, publish, 0.0, active)
+            self._next_due = 0.0
         if follow is not None:
             self._followers.append(follow)
-        self._next_due = 0.0
 
     @property
     def tree(self) -> FrameTree:
@@ -161,28 +166,34 @@ class Streams:
         return set(self._streams)
 
     def set_rate(self, name: str, hz: float) -> None:
-        """Change one topic's rate (a runtime parameter change; 0 = every batch)."""
-        self._streams[name].period = _period(hz)
-        self._next_due = 0.0
+        """Change one topic's rate (a runtime parameter change; 0 = every batch). The new
+        period counts from now: a message due in 100 s at the old rate is not waited for."""
+        with self._timing:
+            stream = self._streams[name]
+            stream.period = _period(hz)
+            stream.due = time.monotonic() + stream.period
+            self._next_due = 0.0
 
     def publish_all_soon(self) -> None:
         """After a service changed the state: every topic at the next tick."""
-        for s in self._streams.values():
-            s.due = 0.0
-        self._next_due = 0.0
+        with self._timing:
+            for s in self._streams.values():
+                s.due = 0.0
+            self._next_due = 0.0
 
     def tick(self) -> None:
         """Publish the topics that are due (physics thread, between batches)."""
         now = time.monotonic()
         if now < self._next_due:
             return
-        due = [s for s in self._streams.values() if now >= s.due]
-        for s in due:
-            nxt = s.due + s.period
-            s.due = nxt if nxt > now else now + s.period  # no bursts to catch up after a stall
+        with self._timing:
+            due = [s for s in self._streams.values() if now >= s.due]
+            for s in due:
+                nxt = s.due + s.period
+                s.due = nxt if nxt > now else now + s.period  # no bursts after a stall
+            self._next_due = min(s.due for s in self._streams.values())
         due = [s for s in due if s.active is None or s.active()]
         if not due:  # the layout follows a new model at the next tick that reads
-            self._next_due = min(s.due for s in self._streams.values())
             return
         rebuilt = False
         with self._sim.locked() as h:
@@ -195,4 +206,3 @@ class Streams:
             self._static_pub.publish(self._layout.static_tf)
         for s, reading in zip(due, readings):
             s.publish(reading)
-        self._next_due = min(s.due for s in self._streams.values())

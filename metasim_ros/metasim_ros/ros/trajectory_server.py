@@ -32,7 +32,9 @@ from metasim_ros.core.sim.trajectory import (
     TrajectoryExecution,
     TrajectoryGoal,
 )
+from metasim_ros.core.text import bounded, shown
 from metasim_ros.ros.conversions import stamp
+from metasim_ros.ros.log_limit import LogLimit
 
 #: What joint_trajectory_controller says to a goal a newer one replaced.
 PREEMPTED = "Current goal cancelled due to new incoming action."
@@ -124,12 +126,13 @@ class TrajectoryServer:
     robot of that name is back.
     """
 
-    def __init__(self, node: Node, sim: SimulationAccess, action_name: str) -> None:
-        """action_name: with {robot} standing for each robot's name."""
+    def __init__(self, node: Node, sim: SimulationAccess, action_name: str, warn: LogLimit) -> None:
+        """action_name: with {robot} standing for each robot's name; warn: where refused
+        goals and messages are reported (rate-limited per cause)."""
         self._node = node
         self._sim = sim
         self._action_name = action_name
-        self._log = node.get_logger()
+        self._warn = warn
         self._group = ReentrantCallbackGroup()  # goals wait for their outcome concurrently
         self.servers: dict[str, ActionServer] = {}
         sim.follow_model(lambda h: [r.name for r in h.robots], self._add_servers)
@@ -161,7 +164,9 @@ class TrajectoryServer:
             with self._sim.locked() as h:  # the robots of the current model
                 h.trajectories.check(robot, parsed)
         except RequestError as exc:
-            self._log.warning(f"{robot} trajectory goal rejected: {exc}")
+            self._warn(
+                f"trajectory goal {type(exc).__name__}", f"{robot} trajectory goal rejected: {exc}"
+            )
             return GoalResponse.REJECT
         return GoalResponse.ACCEPT
 
@@ -177,7 +182,7 @@ class TrajectoryServer:
         try:
             ex = self._start(robot, goal_from_action(gh.request))
         except RequestError as exc:  # e.g. it ended in the past by now
-            result.error_code, result.error_string = INVALID_GOAL, str(exc)
+            result.error_code, result.error_string = INVALID_GOAL, bounded(str(exc))
             gh.abort()
             return result
         sent = None
@@ -209,7 +214,9 @@ class TrajectoryServer:
                     unknown = [j for j in msg.joint_names if j not in h.robot_of_joint]
                     raise StateValidationError(
                         "joint_trajectory.joint_names",
-                        f"unknown joint {unknown[0]!r}" if unknown else "joints of one robot only",
+                        f"unknown joint '{shown(unknown[0])}'"
+                        if unknown
+                        else "joints of one robot only",
                     )
                 robot = robots.pop()
                 if not msg.points:  # stop: hold where it is
@@ -219,4 +226,6 @@ class TrajectoryServer:
                     return
             self._start(robot, goal_from_trajectory(msg, "joint_trajectory"))
         except RequestError as exc:
-            self._log.warning(f"~/joint_trajectory ignored: {exc}")
+            self._warn(
+                f"joint_trajectory {type(exc).__name__}", f"~/joint_trajectory ignored: {exc}"
+            )

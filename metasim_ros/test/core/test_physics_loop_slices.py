@@ -15,6 +15,7 @@ import pytest
 from metasim_ros.core import MujocoHandler
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.sim.physics_loop import PhysicsLoop
+from metasim_ros.core.text import log_block
 from metasim_ros.scenes import default_scene_path
 
 
@@ -141,5 +142,45 @@ def test_a_step_mujoco_cannot_take_halts_the_simulation_and_keeps_the_thread():
         assert not healthy and "physics failed" in text and "FatalError" in text
         assert logged and "stack" in logged[0]
         assert sim.sim_time() == 0.0  # back to the initial state
+    finally:
+        sim.loop.stop()
+
+
+class _Fatal(BaseException):
+    """Something the loop does not catch (it handles Exception, not BaseException)."""
+
+
+def test_a_physics_thread_that_dies_is_reported_by_status_and_logged_once():
+    logged: list[str] = []
+    sim = SimulationAccess(MujocoHandler(), 1.0, log_error=logged.append)
+    ticks = 0
+
+    def tick() -> None:
+        nonlocal ticks
+        ticks += 1
+        if ticks == 20:
+            raise _Fatal("tick gave up\n[ERROR] [0.0] [metasim]: forged")
+
+    sim.loop.add_tick(tick)
+    sim.loop.start()
+    try:
+        assert sim.status()[0]
+        deadline = time.monotonic() + 10.0
+        while sim.loop.alive and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not sim.loop.alive and sim.loop.started  # derived from the thread itself
+        before = sim.loop.last_sim_time
+        time.sleep(0.1)
+        assert sim.loop.last_sim_time == before  # nothing advances any more
+        healthy, text = sim.status()
+        assert not healthy and text.startswith("STOPPED: the physics thread is not running")
+        assert len(logged) == 1  # once, from the thread as it ended
+        first_line = logged[0].split("\n")[0]  # the error's text shown escaped
+        assert first_line.startswith("physics thread stopped: _Fatal: tick gave up\\n[ERROR]")
+        assert logged[0].endswith("_Fatal: tick gave up\n[ERROR] [0.0] [metasim]: forged")
+        block = log_block(logged[0]).split("\n")  # as the node writes it: one entry
+        assert all(line.startswith("    ") for line in block[1:])
+        assert block[-1] == "    [ERROR] [0.0] [metasim]: forged"
+        assert sim.status()[0] is False and len(logged) == 1  # asking again logs nothing
     finally:
         sim.loop.stop()

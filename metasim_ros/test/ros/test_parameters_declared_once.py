@@ -134,6 +134,18 @@ def test_the_required_ranges():
     assert rng("camera_width") == rng("camera_height") == (1, 8192)
     for name in ("snapshot_max_bytes", "snapshot_max_steps", "step_limit"):
         assert rng(name)[0] == 1, name
+    assert rng("step_limit")[1] == 2**32 - 1  # the largest ~/step request (uint32)
+    assert rng("sensor_rate") == (0.0, 10000.0)
+
+
+@pytest.mark.parametrize(
+    "name, least", [("real_time_factor", 1e-3), ("sensor_rate", 0.01)], ids=lambda v: str(v)
+)
+def test_zero_means_unlimited_and_other_values_have_a_least(name, least):
+    """0 = as fast as possible / every batch; a tiny positive value would stand still."""
+    assert _accepted(name, 0.0) and _accepted(name, least)
+    for tiny in (least * 0.99, 1e-300, 5e-324):
+        assert name in _refusal(name, tiny) and f"0 or in [{least:g}" in _refusal(name, tiny)
 
 
 @pytest.mark.parametrize("p", CHOICE, ids=lambda p: p.name)

@@ -18,6 +18,7 @@ from collections.abc import Collection, Sequence
 import mujoco
 
 from metasim_ros.core.errors import ResourceError, UnknownEntityError
+from metasim_ros.core.text import shown
 
 _CLASSED = (
     mujoco.mjtObj.mjOBJ_BODY,
@@ -83,7 +84,7 @@ def attach_entity(
     if len(roots) != 1:
         raise ResourceError(
             "parse",
-            f"entity {name!r}: the resource must hold exactly one top-level body, "
+            f"entity '{shown(name)}': the resource must hold exactly one top-level body, "
             f"found {len(roots)}",
         )
     frame = spec.worldbody.add_frame(pos=pose[0], quat=pose[1])
@@ -94,7 +95,9 @@ def attach_entity(
 def remove_entity(spec: mujoco.MjSpec, name: str) -> None:
     """Remove entity `name` (a direct child body of the worldbody) and its subtree."""
     if name not in entity_names(spec):
-        raise UnknownEntityError(f"no entity named {name!r} (entities: {entity_names(spec)})")
+        raise UnknownEntityError(
+            f"no entity named '{shown(name)}' (entities: {entity_names(spec)})"
+        )
     body = spec.body(name)
     prefix = f"{name}/"
     classes = {f"{prefix}main"} | {
@@ -120,7 +123,9 @@ def place_entity(
     """Move entity `name`'s root body to a world pose in the model (for entities fixed to
     the world, whose pose is part of the model rather than of the state)."""
     if name not in entity_names(spec):
-        raise UnknownEntityError(f"no entity named {name!r} (entities: {entity_names(spec)})")
+        raise UnknownEntityError(
+            f"no entity named '{shown(name)}' (entities: {entity_names(spec)})"
+        )
     p, q = check_pose(pos, quat)
     body = spec.body(name)
     if body.frame is not None:  # a spawned entity hangs from the frame it was placed with
@@ -132,10 +137,12 @@ def check_name(spec: mujoco.MjSpec, name: str) -> None:
     """Refuse names MuJoCo or the entity prefixes cannot hold, and names in use."""
     if not isinstance(name, str) or not name or "/" in name or not name.isprintable():
         raise ResourceError(
-            "name", f"entity name {name!r}: must be a non-empty printable name without '/'"
+            "name", f"entity name '{shown(name)}': must be a non-empty printable name without '/'"
         )
     if spec.body(name) is not None:
-        raise ResourceError("name_taken", f"entity name {name!r} is taken by a body of the scene")
+        raise ResourceError(
+            "name_taken", f"entity name '{shown(name)}' is taken by a body of the scene"
+        )
 
 
 def free_name(taken: Collection[str], base: str) -> str:

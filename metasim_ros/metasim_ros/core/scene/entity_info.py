@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from metasim_ros.core.errors import RequestError
 from metasim_ros.core.scene.loading import ModelInfo
+from metasim_ros.core.text import shown
 
 #: The categories of the standard simulator API, in its order of values.
 CATEGORIES = ("object", "robot", "human", "dynamic_object", "static_object")
@@ -50,7 +51,7 @@ class EntityInfos:
     def set(self, name: str, value: EntityInfo) -> None:
         """Override an entity's info; the category must be one of CATEGORIES."""
         if value.category not in CATEGORIES:
-            raise RequestError(f"category {value.category!r}: must be one of {CATEGORIES}")
+            raise RequestError(f"category '{shown(value.category)}': must be one of {CATEGORIES}")
         self._set[name] = EntityInfo(value.category, value.description, list(value.tags))
 
     def forget(self, *names: str) -> None:

@@ -18,6 +18,7 @@ from metasim_ros.core.errors import (
     UnsupportedError,
 )
 from metasim_ros.core.paths import os_problem, resolve_inside
+from metasim_ros.core.text import shown
 
 #: File names listed as spawnables and worlds.
 SUFFIXES = (".xml", ".mjcf", ".urdf")
@@ -52,7 +53,7 @@ def resolve(root: str | os.PathLike, uri: str, what: str) -> Path:
     parsed = urlparse(uri)
     if parsed.scheme not in ("", "file"):
         raise UnsupportedError(
-            f"uri {uri!r}: only file:// URIs and paths inside {what} are supported"
+            f"uri '{shown(uri)}': only file:// URIs and paths inside {what} are supported"
         )
     name = unquote(parsed.path) if parsed.scheme == "file" else uri
     base = Path(root).expanduser().resolve()
@@ -60,14 +61,16 @@ def resolve(root: str | os.PathLike, uri: str, what: str) -> Path:
         try:
             name = str(Path(name).relative_to(base))
         except ValueError:
-            raise PathRefusedError(f"uri {uri!r} is outside {what} ({base})") from None
+            raise PathRefusedError(f"uri '{shown(uri)}' is outside {what} ({base})") from None
     path = resolve_inside(base, name, what)
     try:
         found = path.is_file()
     except OSError as exc:
-        raise FileAccessError(f"uri {uri!r}: cannot reach {path}: {os_problem(exc)}") from None
+        raise FileAccessError(
+            f"uri '{shown(uri)}': cannot reach {path}: {os_problem(exc)}"
+        ) from None
     if not found:
-        raise NotFoundError(f"uri {uri!r}: no file {path} in {what}")
+        raise NotFoundError(f"uri '{shown(uri)}': no file {path} in {what}")
     return path
 
 

@@ -12,12 +12,15 @@ state has one owner and every report is derived from it.
 from __future__ import annotations
 
 import threading
+import traceback
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
 from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.sim.physics_loop import PhysicsLoop
+from metasim_ros.core.text import shown
 
 T = TypeVar("T")
 
@@ -28,6 +31,9 @@ DIVERGENCE_POLICIES = ("reset", "pause")
 class SimulationAccess:
     """The handler, its physics loop, and the run state, behind one object."""
 
+    #: Divergences whose text is kept (status reports the last one and the count of all).
+    DIVERGENCES_KEPT = 100
+
     def __init__(
         self,
         handler: MujocoHandler,
@@ -36,18 +42,27 @@ class SimulationAccess:
         on_divergence: str = "reset",
         log_error: Callable[[str], None] = lambda _text: None,
     ) -> None:
-        """log_error: where divergences are reported (the node's logger)."""
+        """log_error: where divergences and failures are reported (the node's logger,
+        which makes the text safe to write: the thread's end comes with its traceback);
+        every text starts with what happened ("physics diverged", "physics failed",
+        "physics thread stopped") before its first colon."""
         self.handler = handler
         self.on_divergence = on_divergence
         self._log_error = log_error
         self._halted = False
-        self._divergences: list[str] = []
+        #: the latest divergences (a bounded record: requests can cause any number)
+        self._divergences: deque[str] = deque(maxlen=self.DIVERGENCES_KEPT)
+        self._divergence_count = 0
         self._state_lock = threading.Lock()
         self._on_change: list[Callable[[], None]] = []
         self._stepping = threading.Lock()  # one requested step at a time
         self._step_ticket = 0  # the newest step request; older ones are cancelled
         self.loop = PhysicsLoop(
-            handler, real_time_factor, on_diverged=self._diverged, on_failed=self._failed
+            handler,
+            real_time_factor,
+            on_diverged=self._diverged,
+            on_failed=self._failed,
+            on_stopped=self._stopped,
         )
 
     # -- holding the simulation ----------------------------------------------------
@@ -126,10 +141,11 @@ class SimulationAccess:
         return self._halted
 
     @property
-    def divergences(self) -> list[str]:
-        """Every divergence seen, oldest first (a copy)."""
+    def divergences(self) -> tuple[int, list[str]]:
+        """(how many divergences were seen, the latest DIVERGENCES_KEPT of them oldest
+        first)."""
         with self._state_lock:
-            return list(self._divergences)
+            return self._divergence_count, list(self._divergences)
 
     def pause(self, paused: bool) -> None:
         """Pause, or resume (which also clears a halt); either ends a running `step`."""
@@ -174,11 +190,11 @@ class SimulationAccess:
         loop = self.loop
         run = "paused" if loop.paused else f"running at real-time factor {loop.real_time_factor:g}"
         steps_per_second, measured_rtf = loop.rates()
-        divergences = self.divergences
+        count, divergences = self.divergences
         text = (
             f"{run}; sim time {t:.6f} s; measured over the last second: real-time factor "
             f"{measured_rtf:.3f}, {steps_per_second:.0f} steps/s; "
-            f"{self.handler.num_envs} env(s); {len(divergences)} divergence(s)"
+            f"{self.handler.num_envs} env(s); {count} divergence(s)"
         )
         if divergences:
             text += f"; last: {divergences[-1]}"
@@ -198,8 +214,20 @@ class SimulationAccess:
         text = f"physics failed: {type(exc).__name__}: {exc}; every env reset, paused"
         with self._state_lock:
             self._divergences.append(text)
+            self._divergence_count += 1
         self._log_error(text + " (~/pause false resumes)")
         self.changed()
+
+    def _stopped(self, exc: BaseException) -> None:
+        """The physics thread ended on an error it could not handle: say so once, with
+        the traceback (several lines: log_error writes them as one entry, e.g. through
+        core.text.log_block). status() derives the same from the thread
+        (`PhysicsLoop.alive`)."""
+        trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip()
+        self._log_error(
+            f"physics thread stopped: {type(exc).__name__}: {shown(exc)}; the simulation "
+            f"and its periodic readers stand still until it is restarted\n{trace}"
+        )
 
     def _diverged(self, events: dict[int, str]) -> None:
         """MuJoCo found NaN/Inf/huge values and reset the env to model defaults; apply
@@ -215,6 +243,7 @@ class SimulationAccess:
                 h.reset(env_ids=envs)
             action = f"env(s) {envs} reset to the initial state"
         with self._state_lock:
-            self._divergences += [f"env {e}: {events[e]}; {action}" for e in envs]
+            self._divergences.extend(f"env {e}: {events[e]}; {action}" for e in envs)
+            self._divergence_count += len(envs)
         self._log_error(f"physics diverged: {'; '.join(events[e] for e in envs)}; {action}")
         self.changed()

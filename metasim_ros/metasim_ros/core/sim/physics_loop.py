@@ -71,10 +71,13 @@ class PhysicsLoop:
         tick_period: float = 0.005,
         on_diverged: Callable[[dict[int, str]], None] | None = None,
         on_failed: Callable[[Exception], None] | None = None,
+        on_stopped: Callable[[BaseException], None] | None = None,
     ) -> None:
         """on_diverged: called (outside the lock) with handler.divergence() when the
         physics of some environment blew up while stepping. on_failed: called (outside
-        the lock, the loop paused) when stepping raised; the thread keeps running. Tick
+        the lock, the loop paused) when stepping raised; the thread keeps running.
+        on_stopped: called once, in the physics thread as it ends, with what ended it when
+        something escaped the loop (a BaseException, or on_failed raising). Tick
         callbacks (`add_tick`) run in the physics thread after every batch, and at least
         every `tick_period` seconds while paused or waiting for real time."""
         self.handler = handler
@@ -85,6 +88,7 @@ class PhysicsLoop:
         self._ticks: list[Callable[[], None]] = []
         self._on_diverged = on_diverged
         self._on_failed = on_failed
+        self._on_stopped = on_stopped
         self._tick_period = tick_period
         self._lock = threading.Lock()
         self._waiters = 0
@@ -268,6 +272,13 @@ class PhysicsLoop:
         self._wake.clear()
 
     def _run(self) -> None:
+        try:
+            self._loop()
+        except BaseException as exc:  # the thread ends here: `alive` turns False
+            if self._on_stopped is not None:
+                self._on_stopped(exc)
+
+    def _loop(self) -> None:
         dt = self.handler.timestep
         wall0 = 0.0
         done = 0

@@ -37,6 +37,7 @@ from metasim_ros.core.scene.loading import ModelInfo
 from metasim_ros.core.scene.named_poses import NamedPose, matches_tags, named_poses
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.state.frames import quat_mul, rotate
+from metasim_ros.core.text import shown
 
 #: Reset scopes (bits); 0 and 255 mean everything, as if the node started again.
 RESET_TIME, RESET_STATE, RESET_SPAWNED, RESET_ALL = 1, 2, 4, 255
@@ -116,7 +117,7 @@ class Simulator:
         for info in h.models:
             if info.name == name:
                 return info
-        raise NotFoundError(f"no entity named {name!r}")
+        raise NotFoundError(f"no entity named '{shown(name)}'")
 
     def entities(
         self,
@@ -130,7 +131,9 @@ class Simulator:
         try:
             regex = re.compile(pattern) if pattern else None
         except re.error as exc:
-            raise RequestError(f"filter {pattern!r} is not a regular expression: {exc}") from None
+            raise RequestError(
+                f"filter '{shown(pattern)}' is not a regular expression: {exc}"
+            ) from None
         if region is not None and region[0] not in ("sphere", "box"):
             raise UnsupportedError(f"bounds filter of type {region[0]}: only sphere and box")
         with self._sim.locked() as h:
@@ -222,7 +225,7 @@ class Simulator:
             if not info.free:
                 if twist is not None and any(v != 0.0 for part in twist for v in part):
                     raise RequestError(
-                        f"entity {name!r} is fixed to the world: it cannot take a twist"
+                        f"entity '{shown(name)}' is fixed to the world: it cannot take a twist"
                     )
                 if pose is not None:
                     h.place(name, *pose)
@@ -262,7 +265,7 @@ class Simulator:
         """World pose of a body of env 0 ('world' is the identity)."""
         with self._sim.locked() as h:
             if body not in h.body_names:
-                raise NotFoundError(f"no frame {body!r} (frames are body names)")
+                raise NotFoundError(f"no frame '{shown(body)}' (frames are body names)")
             d = h.synced_data(0)
             b = h.body_names.index(body)
             return d.xpos[b].copy(), d.xquat[b].copy()
@@ -279,7 +282,7 @@ class Simulator:
         for p in self.named_poses():
             if p.name == name:
                 return p
-        raise NotFoundError(f"no named pose {name!r}")
+        raise NotFoundError(f"no named pose '{shown(name)}'")
 
     # -- spawning ------------------------------------------------------------------
     def spawnables(self) -> list[tuple[str, str, Region | None]]:
@@ -366,7 +369,7 @@ class Simulator:
                 self._on_quit()
                 return
             if target not in (STOPPED, PLAYING, PAUSED):
-                raise TransitionError("incorrect", f"cannot set the state {target!r}")
+                raise TransitionError("incorrect", f"cannot set the state '{shown(target)}'")
             if current == NO_WORLD:
                 raise IncorrectStateError(f"no world is loaded: cannot make it {target}")
             if target == STOPPED:

@@ -24,6 +24,7 @@ import numpy as np
 
 from metasim_ros.core.errors import RequestError
 from metasim_ros.core.state.schema import as_array
+from metasim_ros.core.text import shown
 
 
 class WrenchError(RequestError):
@@ -55,9 +56,11 @@ class AppliedWrenches:
         m = self._model
         b = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, body)
         if b < 0:
-            raise WrenchError(f"body {body!r}: no such body")
+            raise WrenchError(f"body '{shown(body)}': no such body")
         if m.body_weldid[b] == 0:
-            raise WrenchError(f"body {body!r} is welded to the world: a wrench cannot move it")
+            raise WrenchError(
+                f"body '{shown(body)}' is welded to the world: a wrench cannot move it"
+            )
         f = as_array(force, (3,), "force")
         t = as_array(torque, (3,), "torque")
         p = as_array(point, (3,), "reference_point")

@@ -22,6 +22,7 @@ import numpy as np
 
 from metasim_ros.core.errors import MetasimError, SnapshotError
 from metasim_ros.core.paths import os_problem
+from metasim_ros.core.text import shown
 
 #: Largest number of values accepted in one row; anything larger is a corrupt or hostile file.
 MAX_ROW_VALUES = 10_000_000
@@ -229,7 +230,9 @@ def attr_int(obj: h5py.File | h5py.Group | h5py.Dataset, name: str, default: int
         value = value[()]
     if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
         return int(value)
-    raise LayoutMismatchError(f"attribute {name} of {obj.name} is {value!r}, expected an integer")
+    raise LayoutMismatchError(
+        f"attribute {name} of {obj.name} is {shown(repr(value))}, expected an integer"
+    )
 
 
 def subgroup(parent: h5py.Group, name: str) -> h5py.Group | None:

@@ -28,6 +28,7 @@ from metasim_ros.core.errors import StateValidationError
 from metasim_ros.core.joint_kinds import BALL, FREE, KINDS
 from metasim_ros.core.state.reader import Gather
 from metasim_ros.core.state.targets import JointTargets
+from metasim_ros.core.text import shown
 
 _FREE, _BALL = FREE.type, BALL.type  # plain ints for the read loop
 _EMPTY = np.zeros(0)
@@ -107,7 +108,7 @@ class JointReader:
             valid = [t == types[r] for t in types]
         else:
             raise StateValidationError(
-                "reference", f"{reference!r}: not 'target', 'zero' or a joint name"
+                "reference", f"'{shown(reference)}': not 'target', 'zero' or a joint name"
             )
         v0, e0 = self._v0, self._e0
         v_idx: list[list[int]] = [[], [], []]
