@@ -43,6 +43,11 @@ class StateValidationError(RequestError):
         super().__init__(f"{key or '<state>'}: {reason}{where}")
 
 
+class RequestTooLargeError(StateValidationError):
+    """A request exceeds a size limit (core/state/limits.py); refused before anything
+    was built from it."""
+
+
 class SnapshotError(RequestError):
     """A snapshot could not be written, read or applied; the message names the reason."""
 

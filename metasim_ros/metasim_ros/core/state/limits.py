@@ -1,0 +1,55 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
+"""Request size limits, in one place.
+
+Anyone on the ROS domain can send a request; rclpy builds every Python object of it
+before a callback runs, and that cost cannot be refused. What a callback builds from
+it can: each parser checks the sizes here first thing, before it builds anything, and
+a request over a limit is refused with a message saying the count and the limit (never
+echoing the oversized text). Counts of models, joints and bodies are bounded by the
+scene (a request cannot name more models than the scene has); the constants bound what
+the scene does not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sized
+
+from metasim_ros.core.errors import RequestTooLargeError
+
+#: Characters of any name or free-text field of a request: model, joint, body, entity,
+#: frame, tag, snapshot group, filter.
+MAX_NAME_LENGTH = 256
+#: Values of one joint in one field: a free joint's qpos has 7, every other joint fewer.
+MAX_JOINT_VALUES = 7
+#: Points of one joint trajectory (a topic message or a FollowJointTrajectory goal):
+#: 100 s at 100 Hz.
+MAX_TRAJECTORY_POINTS = 10_000
+#: Joints named in one trajectory, command or target message, and entries of any other
+#: list of names the scene does not bound (tags, spawn requests, categories).
+MAX_LIST_LENGTH = 1_000
+#: Bytes of an entity resource given inline (SpawnEntity.resource_string): a large MJCF.
+MAX_RESOURCE_BYTES = 16 * 1024 * 1024
+
+
+def check_count(key: str, count: int, limit: int, what: str) -> None:
+    """Refuse `count` items of `what` at `key` when more than `limit`."""
+    if count > limit:
+        raise RequestTooLargeError(key, f"{count} {what}, more than the limit of {limit}")
+
+
+def check_length(key: str, items: Sized, limit: int, what: str) -> None:
+    """check_count for a list, array or string."""
+    check_count(key, len(items), limit, what)
+
+
+def check_name(key: str, name: str) -> None:
+    """Refuse a name longer than MAX_NAME_LENGTH (the message does not repeat it)."""
+    check_count(key, len(name), MAX_NAME_LENGTH, "characters in a name")
+
+
+def check_names(key: str, names: Iterable[str]) -> None:
+    """check_name for each of `names` (the key names the position of the first too long)."""
+    for i, name in enumerate(names):
+        if len(name) > MAX_NAME_LENGTH:
+            check_name(f"{key}[{i}]", name)
