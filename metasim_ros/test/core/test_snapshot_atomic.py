@@ -4,20 +4,17 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import pytest
 
+from cli_support import PKG, with_pythonpath
 from metasim_ros.core import MujocoHandler
 from metasim_ros.core.snapshot import load_snapshot
-
-PKG = str(Path(__file__).resolve().parents[2])
 
 #: Saves a 2000-step trajectory over and over, printing after each completed save.
 SAVER = textwrap.dedent(
@@ -41,7 +38,7 @@ def test_sigkill_mid_save_leaves_previous_file_or_none(tmp_path, delay):
     target = tmp_path / "snap.h5"
     proc = subprocess.Popen(
         [sys.executable, "-c", SAVER, str(target)],
-        env={**os.environ, "PYTHONPATH": PKG},
+        env=with_pythonpath(PKG),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
