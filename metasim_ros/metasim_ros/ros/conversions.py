@@ -278,8 +278,18 @@ def world_to_states(handler, worlds: list[WorldState]) -> tuple[list[dict], list
     return states, env_ids
 
 
+def check_joint_message_sizes(msg: JointState, joints: int, key: str, whose: str) -> None:
+    """Refuse a sensor_msgs/JointState with more names or values than there are joints
+    (`whose`: "the robots have", "the scene has"), or a name over the limit."""
+    for field in ("name", "position", "velocity", "effort"):
+        what = f"entries ({whose} {joints} joints)"
+        limits.check_length(f"{key}.{field}", getattr(msg, field), joints, what)
+    limits.check_names(f"{key}.name", msg.name)
+
+
 def targets_from_joint_state(msg: JointState, robots_by_joint: dict[str, str]) -> dict:
     """~/joint_targets message -> partial core state {"robots": {r: {dof_*_target}}}."""
+    check_joint_message_sizes(msg, len(robots_by_joint), "joint_targets", "the robots have")
     if len(msg.position) not in (0, len(msg.name)) or len(msg.velocity) not in (0, len(msg.name)):
         raise StateValidationError(
             "joint_targets",

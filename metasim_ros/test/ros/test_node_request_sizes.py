@@ -15,9 +15,16 @@ from pathlib import Path
 
 import mujoco
 import numpy as np
+from builtin_interfaces.msg import Duration
+from control_msgs.action import FollowJointTrajectory
 from metasim_msgs.msg import JointState as MsJointState
 from metasim_msgs.msg import ModelState, WorldState
-from metasim_msgs.srv import GetStates, SetStates
+from metasim_msgs.srv import ApplyWrench, GetStates, LoadSnapshot, SetStates
+from rclpy.action import ActionClient
+from sensor_msgs.msg import JointState
+from simulation_interfaces import msg as sm
+from simulation_interfaces import srv as ss
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from metasim_ros.scenes import default_scene_path
 
@@ -99,6 +106,114 @@ def test_requests_larger_than_the_scene_are_refused_with_count_and_limit(paused_
         assert len(res.message) < 300, res.message  # the oversized text is not echoed
     after = client.call(GetStates, "/sim_node/get_states", GetStates.Request()).states
     assert joint_positions(after) == joint_positions(before)
+
+
+def robot_joints(states: list[WorldState]) -> dict[str, tuple[list[float], list[float]]]:
+    return {
+        js.name: (list(js.position_target), list(js.velocity_target))
+        for ms in states[0].model_states
+        if ms.kind == ModelState.ROBOT
+        for js in ms.joint_states
+    }
+
+
+def test_oversized_services_of_every_kind_are_refused_with_the_limit(paused_node, client):
+    long_name = "n" * 100_000
+    res = client.call(
+        LoadSnapshot, "/sim_node/load_snapshot", LoadSnapshot.Request(path="a.h5", group=long_name)
+    )
+    assert not res.success and res.message.startswith("group: 100000 characters"), res.message
+    res = client.call(ApplyWrench, "/sim_node/apply_wrench", ApplyWrench.Request(body=long_name))
+    assert not res.success and res.message.startswith("body: 100000 characters"), res.message
+    replies = {
+        "filters.filter: 100000 characters, more than the limit of 256": client.call(
+            ss.GetEntities,
+            "/sim_node/get_entities",
+            ss.GetEntities.Request(filters=sm.EntityFilters(filter=long_name)),
+        ),
+        "info.tags: 1001 entries, more than the limit of 1000": client.call(
+            ss.SetEntityInfo,
+            "/sim_node/set_entity_info",
+            ss.SetEntityInfo.Request(entity="cube", info=sm.EntityInfo(tags=["t"] * 1001)),
+        ),
+        "spawn_requests: 101 entries, more than the limit of 100": client.call(
+            ss.SpawnEntities,
+            "/sim_node/spawn_entities",
+            ss.SpawnEntities.Request(spawn_requests=[sm.SpawnEntity()] * 101),
+        ),
+        "entity: 100000 characters, more than the limit of 256": client.call(
+            ss.SetEntityState,
+            "/sim_node/set_entity_state",
+            ss.SetEntityState.Request(entity=long_name),
+        ),
+    }
+    for expected, reply in replies.items():
+        assert reply.result.result == sm.Result.RESULT_OPERATION_FAILED, expected
+        assert reply.result.error_message == expected
+
+
+def test_oversized_trajectory_goals_are_rejected(paused_node, client):
+    names = [f"panda_joint{i}" for i in range(1, 8)]
+    action = ActionClient(
+        client.node, FollowJointTrajectory, "/franka_controller/follow_joint_trajectory"
+    )
+    try:
+        client.spin_until(action.server_is_ready, 30, "the trajectory action")
+        too_many = [
+            JointTrajectoryPoint(positions=[0.0] * 7, time_from_start=Duration(sec=1 + i))
+            for i in range(10_001)
+        ]
+        too_wide = [JointTrajectoryPoint(positions=[0.0] * 8, time_from_start=Duration(sec=1))]
+        for points in (too_many, too_wide):
+            goal = FollowJointTrajectory.Goal(
+                trajectory=JointTrajectory(joint_names=names, points=points)
+            )
+            future = action.send_goal_async(goal)
+            client.spin_until(future.done, 60, "the goal response")
+            assert not future.result().accepted
+    finally:
+        action.destroy()
+    paused_node.stop()
+    assert "trajectory.points: 10001 points, more than the limit of 10000" in paused_node.output
+    assert "trajectory.points[0].positions: 8 values for 7 joints, more than the limit of 7" in (
+        paused_node.output
+    )
+
+
+def test_oversized_joint_inputs_are_ignored_and_the_next_one_applies(paused_node, client):
+    before = robot_joints(
+        client.call(GetStates, "/sim_node/get_states", GetStates.Request()).states
+    )
+    pub = client.node.create_publisher(JointState, "/sim_node/joint_targets", 10)
+    hostile = [
+        JointState(name=["n" * 100_000], position=[0.1]),
+        JointState(name=[f"j{i}" for i in range(len(before) + 1)]),
+        JointState(name=["panda_joint1"], position=[0.1] * (len(before) + 1)),
+    ]
+    valid = JointState(name=["panda_joint1"], position=[0.25])
+    client.spin_until(lambda: pub.get_subscription_count() > 0, 30, "the node to subscribe")
+    for msg in hostile:
+        pub.publish(msg)
+    pub.publish(valid)
+
+    def applied() -> bool:
+        states = client.call(GetStates, "/sim_node/get_states", GetStates.Request()).states
+        return robot_joints(states)["panda_joint1"][0] == [0.25]
+
+    client.spin_until(applied, 30, "the valid joint target")
+    after = robot_joints(client.call(GetStates, "/sim_node/get_states", GetStates.Request()).states)
+    assert {k: v for k, v in after.items() if k != "panda_joint1"} == {
+        k: v for k, v in before.items() if k != "panda_joint1"
+    }
+    paused_node.stop()
+    n = len(before)
+    for expected in (
+        "joint_targets.name[0]: 100000 characters in a name, more than the limit of 256",
+        f"joint_targets.name: {n + 1} entries (the robots have {n} joints), more than the limit",
+        f"joint_targets.position: {n + 1} entries (the robots have {n} joints)",
+    ):
+        assert expected in paused_node.output, paused_node.output[-3000:]
+    assert "n" * 1000 not in paused_node.output
 
 
 def _timed_call(client, srv, request, timeout: float = 120.0) -> tuple[float, object]:

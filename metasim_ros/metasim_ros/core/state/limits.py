@@ -25,11 +25,14 @@ MAX_JOINT_VALUES = 7
 #: Points of one joint trajectory (a topic message or a FollowJointTrajectory goal):
 #: 100 s at 100 Hz.
 MAX_TRAJECTORY_POINTS = 10_000
-#: Joints named in one trajectory, command or target message, and entries of any other
-#: list of names the scene does not bound (tags, spawn requests, categories).
+#: Entries of a list the scene does not bound (tags, categories, sources, region points).
 MAX_LIST_LENGTH = 1_000
-#: Bytes of an entity resource given inline (SpawnEntity.resource_string): a large MJCF.
-MAX_RESOURCE_BYTES = 16 * 1024 * 1024
+#: Characters of a URI or a description.
+MAX_TEXT_LENGTH = 4_096
+#: Characters of an entity or world given inline (resource_string): a large MJCF.
+MAX_RESOURCE_LENGTH = 16 * 1024 * 1024
+#: Spawn requests in one SpawnEntities call (each compiles a model).
+MAX_SPAWN_REQUESTS = 100
 
 
 def check_count(key: str, count: int, limit: int, what: str) -> None:
