@@ -22,7 +22,7 @@ from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.qos import QoSProfile  # noqa: E402
 
-from domains import DOMAINS, choose_domain  # noqa: E402
+from domains import DOMAINS, choose_domain, try_lock  # noqa: E402
 
 T = TypeVar("T")
 
@@ -32,6 +32,7 @@ T = TypeVar("T")
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 if os.environ.get("METASIM_TEST_DOMAIN_ID"):
     os.environ["ROS_DOMAIN_ID"] = os.environ["METASIM_TEST_DOMAIN_ID"]
+    _PINNED_LOCK = try_lock(int(os.environ["ROS_DOMAIN_ID"]))  # so unpinned runs avoid it
 else:
     _order = list(DOMAINS)
     random.Random(os.getpid() ^ time.time_ns()).shuffle(_order)
