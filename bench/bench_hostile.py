@@ -19,6 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 import numpy as np  # noqa: E402
+import psutil  # noqa: E402
 import rclpy  # noqa: E402
 from bench_node import Probe, start_node, stop_node  # noqa: E402  (sets the ROS domain)
 from metasim_msgs.msg import ModelState, WorldState  # noqa: E402
@@ -28,10 +29,7 @@ ROUNDS = 5
 
 
 def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+    return psutil.Process(pid).memory_info().rss / 2**20
 
 
 def timed(probe: Probe, client, request) -> float:
