@@ -23,16 +23,21 @@ FIELD_LIMITS = {
     "description": limits.MAX_TEXT_LENGTH,
     "spawn_requests": limits.MAX_SPAWN_REQUESTS,
 }
+#: Lists whose entries hold more than a name: URIs or paths to search.
+ENTRY_LIMITS = {
+    "sources": limits.MAX_TEXT_LENGTH,
+    "additional_sources": limits.MAX_TEXT_LENGTH,
+}
 
 
-def _check_value(key: str, value: Any, limit: int | None) -> None:
+def _check_value(key: str, value: Any, limit: int | None, entry_limit: int | None) -> None:
     if isinstance(value, str):
         limits.check_count(key, len(value), limit or limits.MAX_NAME_LENGTH, "characters")
     elif isinstance(value, (list, tuple, array)):
         limits.check_count(key, len(value), limit or limits.MAX_LIST_LENGTH, "entries")
         if value and not isinstance(value, array):
             for i, item in enumerate(value):
-                _check_value(f"{key}[{i}]", item, None)
+                _check_value(f"{key}[{i}]", item, entry_limit, None)
     elif hasattr(value, "get_fields_and_field_types"):
         check_message_sizes(value, key)
 
@@ -41,5 +46,8 @@ def check_message_sizes(msg: Any, key: str = "") -> None:
     """Refuse `msg` if any string or sequence in it is over its limit."""
     for field in msg.get_fields_and_field_types():
         _check_value(
-            f"{key}.{field}" if key else field, getattr(msg, field), FIELD_LIMITS.get(field)
+            f"{key}.{field}" if key else field,
+            getattr(msg, field),
+            FIELD_LIMITS.get(field),
+            ENTRY_LIMITS.get(field),
         )
