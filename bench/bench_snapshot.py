@@ -6,7 +6,7 @@ Prints save and load times (best of several runs) for a single state and a 10,00
 trajectory, as ratios to one raw mj_step, with where the time goes: the half that holds the
 simulation lock (capture; apply + verify) and the half that does not (body rows + HDF5 write;
 h5py open + reads + plan), the file size per step, and the cost of the global heap check.
-Run: PYTHONPATH=metasim_ros python bench/bench_snapshot.py
+Run: PYTHONPATH=metasim_ros${PYTHONPATH:+:$PYTHONPATH} python bench/bench_snapshot.py
 """
 
 from __future__ import annotations

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from subprocess_env import with_pythonpath
+
 try:
     from hypothesis import HealthCheck, settings
 except ImportError:  # the fuzz tests importorskip hypothesis themselves
@@ -43,9 +45,6 @@ if settings is not None:
     settings.register_profile("metasim-long", max_examples=2000, **_common)
     settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "metasim"))
 
-
-#: This tree's package, first on the path of the processes tests start.
-PKG = str(Path(__file__).resolve().parents[1])
 
 #: Saves a 2000-step trajectory to argv[1] over and over, printing after each completed save.
 SAVER = textwrap.dedent(
@@ -71,10 +70,9 @@ def start_saver() -> Iterator[Callable[[Path], subprocess.Popen]]:
     started: list[subprocess.Popen] = []
 
     def start(target: Path) -> subprocess.Popen:
-        path = os.pathsep.join(p for p in (PKG, os.environ.get("PYTHONPATH")) if p)
         proc = subprocess.Popen(
             [sys.executable, "-c", SAVER, str(target)],
-            env={**os.environ, "PYTHONPATH": path},
+            env=with_pythonpath(),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

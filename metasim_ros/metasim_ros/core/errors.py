@@ -46,6 +46,11 @@ class StateValidationError(RequestError):
         super().__init__(f"{shown(key, 2 * SHOWN_CHARS) or '<state>'}: {reason}{where}")
 
 
+class RequestTooLargeError(StateValidationError):
+    """A request exceeds a size limit (core/state/limits.py); refused before anything
+    was built from it."""
+
+
 class SnapshotError(RequestError):
     """A snapshot could not be written, read or applied; the message names the reason."""
 

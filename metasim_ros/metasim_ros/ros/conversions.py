@@ -33,6 +33,7 @@ from metasim_msgs.msg import LinkState, ModelState, WorldState
 from sensor_msgs.msg import JointState
 
 from metasim_ros.core.errors import StateValidationError
+from metasim_ros.core.state import limits
 from metasim_ros.core.state.robot_joints import RobotJointArrays
 from metasim_ros.core.text import shown
 
@@ -167,6 +168,10 @@ class JointStateFiller:
 
 
 # -- messages -> core ---------------------------------------------------------------
+#: float64[] fields of metasim_msgs/JointState (outputs included: they are built too)
+_ARRAY_FIELDS = tuple(
+    f for f, t in MsJointState.get_fields_and_field_types().items() if t.startswith("sequence<")
+)
 #: JointState field -> (field_mask bit, core state key)
 _JOINT_FIELDS = (
     ("position", ModelState.JOINT_POSITIONS, "dof_pos"),
@@ -176,9 +181,46 @@ _JOINT_FIELDS = (
 )
 
 
+def check_set_states_sizes(worlds: list[WorldState], num_envs: int, infos: dict) -> None:
+    """Refuse a SetStates request larger than any the scene can take: more worlds than
+    environments, more model states than num_envs x models, a model with more joint or
+    link states than it has, joint arrays longer than any joint, names over the limit."""
+    limits.check_length("states", worlds, num_envs, "world states (one per environment)")
+    bound = num_envs * len(infos)
+    limits.check_count(
+        "states[*].model_states",
+        sum(len(w.model_states) for w in worlds),
+        bound,
+        f"model states (num_envs {num_envs} x {len(infos)} models in the scene)",
+    )
+    for w, world in enumerate(worlds):
+        for i, ms in enumerate(world.model_states):
+            key = f"states[{w}].model_states[{i}]"
+            limits.check_name(f"{key}.name", ms.name)
+            limits.check_name(f"{key}.reference_frame", ms.reference_frame)
+            info = infos.get(ms.name)
+            if info is None:  # refused by name when parsed
+                continue
+            what = f"joint states (model {ms.name} has {len(info.joints)} joints)"
+            limits.check_length(f"{key}.joint_states", ms.joint_states, len(info.joints), what)
+            what = f"link states (model {ms.name} has {len(info.bodies)} bodies)"
+            limits.check_length(f"{key}.link_states", ms.link_states, len(info.bodies), what)
+            for j, js in enumerate(ms.joint_states):
+                limits.check_name(f"{key}.joint_states[{j}].name", js.name)
+                for field in _ARRAY_FIELDS:
+                    limits.check_length(
+                        f"{key}.joint_states[{j}].{field}",
+                        getattr(js, field),
+                        limits.MAX_JOINT_VALUES,
+                        "values for one joint",
+                    )
+
+
 def world_to_states(handler, worlds: list[WorldState]) -> tuple[list[dict], list[int]]:
-    """SetStates request -> (partial core states, env ids). Raises StateValidationError."""
+    """SetStates request -> (partial core states, env ids). Raises StateValidationError.
+    Sizes are checked before anything is built (check_set_states_sizes)."""
     infos = {m.name: m for m in handler.models}
+    check_set_states_sizes(worlds, handler.num_envs, infos)
     env_ids: list[int] = []
     states: list[dict] = []
     for w_index, world in enumerate(worlds):
@@ -244,8 +286,18 @@ def world_to_states(handler, worlds: list[WorldState]) -> tuple[list[dict], list
     return states, env_ids
 
 
+def check_joint_message_sizes(msg: JointState, joints: int, key: str, whose: str) -> None:
+    """Refuse a sensor_msgs/JointState with more names or values than there are joints
+    (`whose`: "the robots have", "the scene has"), or a name over the limit."""
+    for field in ("name", "position", "velocity", "effort"):
+        what = f"entries ({whose} {joints} joints)"
+        limits.check_length(f"{key}.{field}", getattr(msg, field), joints, what)
+    limits.check_names(f"{key}.name", msg.name)
+
+
 def targets_from_joint_state(msg: JointState, robots_by_joint: dict[str, str]) -> dict:
     """~/joint_targets message -> partial core state {"robots": {r: {dof_*_target}}}."""
+    check_joint_message_sizes(msg, len(robots_by_joint), "joint_targets", "the robots have")
     if len(msg.position) not in (0, len(msg.name)) or len(msg.velocity) not in (0, len(msg.name)):
         raise StateValidationError(
             "joint_targets",

@@ -19,11 +19,14 @@ from sensor_msgs.msg import JointState
 from metasim_ros.core.errors import RequestError, StateValidationError
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.state.commands import JointCommand
+from metasim_ros.ros.conversions import check_joint_message_sizes
 from metasim_ros.ros.log_limit import LogLimit
 
 
-def commands_from_joint_state(msg: JointState) -> dict[str, JointCommand]:
-    """JointState -> {joint: JointCommand}; NaN or an empty array = not given."""
+def commands_from_joint_state(msg: JointState, joints: int) -> dict[str, JointCommand]:
+    """JointState -> {joint: JointCommand}; NaN or an empty array = not given. `joints`:
+    how many the scene has (a message naming more is refused before anything is built)."""
+    check_joint_message_sizes(msg, joints, "joint_command", "the scene has")
     n = len(msg.name)
     fields = (msg.position, msg.velocity, msg.effort)
     if any(len(f) not in (0, n) for f in fields):
@@ -61,7 +64,7 @@ class JointCommandSubscriber:
 
     def _on_command(self, msg: JointState) -> None:
         try:
-            commands = commands_from_joint_state(msg)
+            commands = commands_from_joint_state(msg, self._sim.handler.model.njnt)
             with self._sim.locked() as h:
                 h.command(commands)
         except RequestError as exc:

@@ -38,6 +38,7 @@ from metasim_ros.core.paths import folders_made, resolve_inside
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.snapshot import apply_load, capture_snapshot, prepare_load, write_captured
+from metasim_ros.core.state import limits
 from metasim_ros.core.text import bounded, log_block
 from metasim_ros.ros.conversions import WorldStateFiller, world_to_states
 from metasim_ros.ros.parameters import SimParameters
@@ -183,6 +184,7 @@ class SimServices:
         The file is opened, read and checked against the model without the lock; only the
         apply + verify (a few mj_forward-sized operations) holds it.
         """
+        limits.check_name("group", request.group)
         path = self._snapshot_path(request.path)
         prepared = prepare_load(
             self._sim.handler,  # model facts only

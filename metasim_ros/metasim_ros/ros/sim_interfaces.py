@@ -38,6 +38,7 @@ from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.sim.physics_loop import PhysicsLoop
 from metasim_ros.core.text import bounded, shown
 from metasim_ros.ros.conversions import fill_pose, fill_twist, stamp
+from metasim_ros.ros.message_sizes import check_message_sizes
 from metasim_ros.ros.parameters import SimParameters
 from metasim_ros.ros.services import guarded
 
@@ -137,6 +138,7 @@ def answering(**codes: int) -> Callable:
         @functools.wraps(fn)
         def ok_unless_raised(self: SimInterfaces, request: Any, response: Any) -> Any:
             response.result.result = R.RESULT_OK  # the default, 0, is FEATURE_UNSUPPORTED
+            check_message_sizes(request)  # before anything is built from it
             fn(self, request, response)
             return response
 

@@ -27,6 +27,7 @@ from sensor_msgs.msg import JointState
 from metasim_ros.core import fastdds_shm
 from metasim_ros.core.atomic import remove_interrupted
 from metasim_ros.core.errors import RequestError
+from metasim_ros.core.memory import tune_malloc
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.sim.actuation import parse_gains
 from metasim_ros.core.sim.handler import MujocoHandler
@@ -228,6 +229,7 @@ class SimNode(Node):
 def main(args: list[str] | None = None) -> int:
     """Run sim_node until SIGINT/SIGTERM, then shut down in order; returns the exit code."""
     sys.setswitchinterval(SWITCH_INTERVAL)
+    tune_malloc()  # before DDS and executor threads start (core/memory.py)
     # Our own SIGINT/SIGTERM handling: stop spinning first, then tear down in order, so
     # no callback runs against a context that is already shut down.
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)

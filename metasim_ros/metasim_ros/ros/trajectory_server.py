@@ -32,6 +32,7 @@ from metasim_ros.core.sim.trajectory import (
     TrajectoryExecution,
     TrajectoryGoal,
 )
+from metasim_ros.core.state import limits
 from metasim_ros.core.text import bounded, shown
 from metasim_ros.ros.conversions import stamp
 from metasim_ros.ros.log_limit import LogLimit
@@ -63,8 +64,35 @@ def _stack(points, field: str, n: int, key: str) -> np.ndarray | None:
     return np.array(rows, dtype=np.float64)
 
 
-def goal_from_trajectory(msg: JointTrajectory, key: str = "trajectory") -> TrajectoryGoal:
-    """trajectory_msgs/JointTrajectory -> core goal (no tolerances)."""
+#: The value arrays of a JointTrajectoryPoint.
+_POINT_FIELDS = ("positions", "velocities", "accelerations", "effort")
+
+
+def check_trajectory_sizes(msg: JointTrajectory, max_joints: int, key: str) -> None:
+    """Refuse a trajectory larger than any robot can follow before building anything
+    from it: MAX_TRAJECTORY_POINTS points, no more joints than the robots have, and no
+    point with more values than joints named."""
+    limits.check_length(f"{key}.points", msg.points, limits.MAX_TRAJECTORY_POINTS, "points")
+    limits.check_length(
+        f"{key}.joint_names",
+        msg.joint_names,
+        max_joints,
+        f"joint names (the robots have {max_joints} joints)",
+    )
+    limits.check_names(f"{key}.joint_names", msg.joint_names)
+    n = len(msg.joint_names)
+    for i, p in enumerate(msg.points):
+        for field in _POINT_FIELDS:
+            values = getattr(p, field)
+            limits.check_length(f"{key}.points[{i}].{field}", values, n, f"values for {n} joints")
+
+
+def goal_from_trajectory(
+    msg: JointTrajectory, max_joints: int, key: str = "trajectory"
+) -> TrajectoryGoal:
+    """trajectory_msgs/JointTrajectory -> core goal (no tolerances); `max_joints`: the
+    robot joints of the scene (check_trajectory_sizes)."""
+    check_trajectory_sizes(msg, max_joints, key)
     n = len(msg.joint_names)
     positions = _stack(msg.points, "positions", n, key)
     if positions is None:
@@ -82,15 +110,19 @@ def goal_from_trajectory(msg: JointTrajectory, key: str = "trajectory") -> Traje
     )
 
 
-def goal_from_action(goal: FollowJointTrajectory.Goal) -> TrajectoryGoal:
+def goal_from_action(goal: FollowJointTrajectory.Goal, max_joints: int) -> TrajectoryGoal:
     """FollowJointTrajectory goal -> core goal with its tolerances."""
+    for field in ("path_tolerance", "goal_tolerance"):
+        tolerances = getattr(goal, field)
+        limits.check_length(field, tolerances, max_joints, "tolerances (one per joint)")
+        limits.check_names(field, (t.name for t in tolerances))
     if goal.multi_dof_trajectory.joint_names or goal.multi_dof_trajectory.points:
         raise StateValidationError(
             "multi_dof_trajectory", "multi-DOF trajectories are not supported"
         )
     if goal.component_path_tolerance or goal.component_goal_tolerance:
         raise StateValidationError("component_tolerance", "component tolerances are not supported")
-    g = goal_from_trajectory(goal.trajectory)
+    g = goal_from_trajectory(goal.trajectory, max_joints)
     for field, dest in (("path_tolerance", g.path_tolerance), ("goal_tolerance", g.goal_tolerance)):
         for tol in getattr(goal, field):
             dest[tol.name] = Tolerance(tol.position, tol.velocity)
@@ -160,7 +192,7 @@ class TrajectoryServer:
 
     def _check(self, robot: str, goal: FollowJointTrajectory.Goal) -> GoalResponse:
         try:
-            parsed = goal_from_action(goal)
+            parsed = goal_from_action(goal, self._max_joints)
             with self._sim.locked() as h:  # the robots of the current model
                 h.trajectories.check(robot, parsed)
         except RequestError as exc:
@@ -180,7 +212,7 @@ class TrajectoryServer:
     def _execute(self, robot: str, gh) -> FollowJointTrajectory.Result:
         result = FollowJointTrajectory.Result()
         try:
-            ex = self._start(robot, goal_from_action(gh.request))
+            ex = self._start(robot, goal_from_action(gh.request, self._max_joints))
         except RequestError as exc:  # e.g. it ended in the past by now
             result.error_code, result.error_string = INVALID_GOAL, bounded(str(exc))
             gh.abort()
@@ -206,8 +238,13 @@ class TrajectoryServer:
             gh.abort()
         return result
 
+    @property
+    def _max_joints(self) -> int:
+        return len(self._sim.handler.robot_of_joint)
+
     def _on_trajectory(self, msg: JointTrajectory) -> None:
         try:
+            check_trajectory_sizes(msg, self._max_joints, "joint_trajectory")
             with self._sim.locked() as h:  # the robots of the current model
                 robots = {h.robot_of_joint.get(j) for j in msg.joint_names}
                 if None in robots or len(robots) != 1:
@@ -224,7 +261,7 @@ class TrajectoryServer:
                     if running is not None:
                         running.finish(INVALID_GOAL, PREEMPTED)
                     return
-            self._start(robot, goal_from_trajectory(msg, "joint_trajectory"))
+            self._start(robot, goal_from_trajectory(msg, self._max_joints, "joint_trajectory"))
         except RequestError as exc:
             self._warn(
                 f"joint_trajectory {type(exc).__name__}", f"~/joint_trajectory ignored: {exc}"

@@ -10,6 +10,7 @@ from rclpy.node import Node
 from std_srvs.srv import Trigger
 
 from metasim_ros.core.sim.access import SimulationAccess
+from metasim_ros.core.state import limits
 from metasim_ros.ros.services import replying
 
 
@@ -25,6 +26,7 @@ class WrenchServices:
     @replying
     def apply_wrench(self, request: ApplyWrench.Request, response: ApplyWrench.Response):
         """~/apply_wrench: one body, world-frame force at a point plus torque, for a duration."""
+        limits.check_name("body", request.body)
         f, t, p = request.force, request.torque, request.reference_point
         text = self._sim.edit(
             lambda h: h.apply_wrench(

@@ -4,19 +4,17 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-from pathlib import Path
 
-PKG = str(Path(__file__).resolve().parents[2])
+from subprocess_env import with_pythonpath
 
 
 def run_module(module: str, *args: str) -> subprocess.CompletedProcess:
     """`python -m module args...` with this tree's package first on the path (60 s limit)."""
     return subprocess.run(
         [sys.executable, "-m", module, *args],
-        env={**os.environ, "PYTHONPATH": PKG},
+        env=with_pythonpath(),
         capture_output=True,
         text=True,
         timeout=60,

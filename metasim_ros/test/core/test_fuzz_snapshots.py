@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -42,6 +41,7 @@ from metasim_ros.core.snapshot import (  # noqa: E402
     save_snapshot,
 )
 from metasim_ros.core.snapshot.format import model_signature  # noqa: E402
+from subprocess_env import with_pythonpath  # noqa: E402
 from test_snapshot_support import (  # noqa: E402
     fingerprint,
     flat,
@@ -418,7 +418,7 @@ def test_looping_global_heap_is_refused(sim, templates, tmp_path):
         except SnapshotError as exc:
             print(exc)
     """)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    env = with_pythonpath()
     out = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env
     )
@@ -563,7 +563,7 @@ def test_declared_sizes_cost_no_memory(tmp_path, sim):
             whole = f["x"][()]
         print(tracemalloc.get_traced_memory()[1] // 2**20)
     """)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    env = with_pythonpath()
     out = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env
     )

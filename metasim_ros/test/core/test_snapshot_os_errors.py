@@ -19,17 +19,12 @@ import pytest
 from metasim_ros.core import MujocoHandler
 from metasim_ros.core.paths import folders_made, resolve_inside
 from metasim_ros.core.snapshot import SnapshotError, load_snapshot, save_snapshot
+from subprocess_env import with_pythonpath
 
 
 @pytest.fixture(scope="module")
 def handler():
     return MujocoHandler()
-
-
-def package_path() -> str:
-    """PYTHONPATH for a subprocess: this tree's package first, then what was there."""
-    here = str(Path(__file__).resolve().parents[2])
-    return os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
 
 
 def one_line(exc: pytest.ExceptionInfo) -> str:
@@ -99,7 +94,7 @@ def test_a_write_cut_short_keeps_the_previous_file(tmp_path, handler):
     target = tmp_path / "snap.h5"
     done = subprocess.run(
         [sys.executable, "-c", CUT_SHORT, str(target)],
-        env={**os.environ, "PYTHONPATH": package_path()},
+        env=with_pythonpath(),
         capture_output=True,
         text=True,
         timeout=120,
@@ -147,7 +142,7 @@ def test_a_read_only_folder(tmp_path):
     (tmp_path / "ro").mkdir(mode=0o555)
     done = subprocess.run(
         [*drop, sys.executable, "-c", READ_ONLY, str(tmp_path)],
-        env={**os.environ, "PYTHONPATH": package_path()},
+        env=with_pythonpath(),
         capture_output=True,
         text=True,
         timeout=120,

@@ -22,15 +22,22 @@ from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.qos import QoSProfile  # noqa: E402
 
+from domains import DOMAINS, choose_domain, try_lock  # noqa: E402
+
 T = TypeVar("T")
 
-# One DDS domain per test run so that parallel runs never see each other; set before
-# rclpy.init here and inherited by every node process the tests start. Runs started side
-# by side on one machine can pin theirs with METASIM_TEST_DOMAIN_ID.
-os.environ["ROS_DOMAIN_ID"] = os.environ.get("METASIM_TEST_DOMAIN_ID") or str(
-    random.Random(os.getpid() ^ time.time_ns()).randint(11, 99)
-)
-os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+# One DDS domain per test run, on which no other run of ours and no other participant is
+# seen (domains.py), held for the whole session; set before rclpy.init here and inherited
+# by every node process the tests start. METASIM_TEST_DOMAIN_ID pins it. Loopback only.
+os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+if os.environ.get("METASIM_TEST_DOMAIN_ID"):
+    os.environ["ROS_DOMAIN_ID"] = os.environ["METASIM_TEST_DOMAIN_ID"]
+    _PINNED_LOCK = try_lock(int(os.environ["ROS_DOMAIN_ID"]))  # so unpinned runs avoid it
+else:
+    _order = list(DOMAINS)
+    random.Random(os.getpid() ^ time.time_ns()).shuffle(_order)
+    _DOMAIN = choose_domain(_order)  # the lock stays held until this process exits
+    os.environ["ROS_DOMAIN_ID"] = str(_DOMAIN.domain)
 os.environ.setdefault("MUJOCO_GL", "egl")
 
 
