@@ -14,7 +14,7 @@ import unicodedata
 
 from geometry_msgs.msg import Vector3
 from metasim_msgs.msg import ModelState, WorldState
-from metasim_msgs.srv import ApplyWrench, SetStates, Step
+from metasim_msgs.srv import ApplyWrench, GetStates, SetStates, Step
 from sensor_msgs.msg import JointState
 from simulation_interfaces.srv import GetEntityState
 from std_srvs.srv import Trigger
@@ -42,6 +42,17 @@ def bad_name(i: int) -> str:
     if i % 50 == 1:
         return "n" * 100_000 + str(i)
     return f"no_such_joint_{i}"
+
+
+def panda_joint1_target(client) -> float | None:
+    """panda_joint1's position target in env 0, as ~/get_states replies it."""
+    for ms in (
+        client.call(GetStates, f"{NODE}/get_states", GetStates.Request()).states[0].model_states
+    ):
+        for js in ms.joint_states:
+            if js.name == "panda_joint1" and len(js.position_target):
+                return js.position_target[0]
+    return None
 
 
 def test_a_flood_of_bad_input_writes_a_few_escaped_lines(start_node, client):
@@ -77,6 +88,9 @@ def test_a_flood_of_bad_input_writes_a_few_escaped_lines(start_node, client):
     for k in range(10):
         flood(1, offset=5000 + 5 * k)
         client.executor.spin_once(timeout_sec=0.1)
+    # a valid target after them: once it applies, the node has taken every message before it
+    targets.publish(JointState(name=["panda_joint1"], position=[0.3]))
+    client.spin_until(lambda: panda_joint1_target(client) == 0.3, 30.0, "the valid target")
     status = client.call(Trigger, f"{NODE}/status", Trigger.Request())
     assert status.success, status.message
     assert node.stop() == 0
@@ -96,26 +110,35 @@ def test_a_flood_of_bad_input_writes_a_few_escaped_lines(start_node, client):
         assert len(x) < 1000, x[:200]
 
 
-def test_replies_to_a_megabyte_name_are_short_and_escaped(start_node, client):
-    start_node({"paused": True}).wait_serving(client)
-    world = WorldState(
-        env_id=0, model_states=[ModelState(name=MEGABYTE_NAME, field_mask=ModelState.POSE)]
-    )
-    replies = [
+def _name_replies(client, name: str) -> list[str]:
+    """The replies of three services that name what they refuse, given `name`."""
+    world = WorldState(env_id=0, model_states=[ModelState(name=name, field_mask=ModelState.POSE)])
+    return [
         client.call(SetStates, f"{NODE}/set_states", SetStates.Request(states=[world])).message,
         client.call(
             ApplyWrench,
             f"{NODE}/apply_wrench",
-            ApplyWrench.Request(body=MEGABYTE_NAME, force=Vector3(x=1.0), duration=0.1),
+            ApplyWrench.Request(body=name, force=Vector3(x=1.0), duration=0.1),
         ).message,
         client.call(
-            GetEntityState,
-            f"{NODE}/get_entity_state",
-            GetEntityState.Request(entity=MEGABYTE_NAME),
+            GetEntityState, f"{NODE}/get_entity_state", GetEntityState.Request(entity=name)
         ).result.error_message,
     ]
-    for message in replies:
+
+
+def test_replies_to_a_megabyte_name_are_short_and_escaped(start_node, client):
+    start_node({"paused": True}).wait_serving(client)
+    # a megabyte name is refused by its length: the reply says so and never repeats it
+    for message in _name_replies(client, MEGABYTE_NAME):
         assert 0 < len(message) <= 400, message[:500]
+        assert not raw_controls(message), message
+        assert f"{len(MEGABYTE_NAME)} characters" in message, message
+        assert "more than the limit of 256" in message, message
+        assert "m" * 100 not in message, message[:500]
+    # a name under the length limit is named escaped and cut to 80 characters
+    forged = "\n" + FORGED + "\x1b[31m" + "m" * 150
+    for message in _name_replies(client, forged):
+        assert 0 < len(message) <= 400, message
         assert not raw_controls(message), message
         assert "\\n[ERROR]" in message and "more characters" in message, message
 

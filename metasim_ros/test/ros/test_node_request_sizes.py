@@ -16,6 +16,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 import psutil
+import pytest
 from builtin_interfaces.msg import Duration
 from control_msgs.action import FollowJointTrajectory
 from metasim_msgs.msg import JointState as MsJointState
@@ -27,6 +28,9 @@ from simulation_interfaces import msg as sm
 from simulation_interfaces import srv as ss
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from metasim_ros.core.errors import RequestTooLargeError
+from metasim_ros.ros.conversions import targets_from_joint_state
+from metasim_ros.ros.trajectory_server import check_trajectory_sizes
 from metasim_ros.scenes import default_scene_path
 
 ECHO_SERVER = Path(__file__).parents[3] / "bench" / "echo_server.py"
@@ -168,9 +172,12 @@ def test_oversized_trajectory_goals_are_rejected(paused_node, client):
     finally:
         action.destroy()
     paused_node.stop()
+    # the log says why once per cause per period (both are too large: the second is counted)
     assert "trajectory.points: 10001 points, more than the limit of 10000" in paused_node.output
-    assert "trajectory.points[0].positions: 8 values for 7 joints, more than the limit of 7" in (
-        paused_node.output
+    with pytest.raises(RequestTooLargeError) as info:
+        check_trajectory_sizes(JointTrajectory(joint_names=names, points=too_wide), 7, "trajectory")
+    assert str(info.value) == (
+        "trajectory.points[0].positions: 8 values for 7 joints, more than the limit of 7"
     )
 
 
@@ -201,13 +208,23 @@ def test_oversized_joint_inputs_are_ignored_and_the_next_one_applies(paused_node
     }
     paused_node.stop()
     n = len(before)
-    for expected in (
-        "joint_targets.name[0]: 100000 characters in a name, more than the limit of 256",
-        f"joint_targets.name: {n + 1} entries (the robots have {n} joints), more than the limit",
-        f"joint_targets.position: {n + 1} entries (the robots have {n} joints)",
-    ):
-        assert expected in paused_node.output, paused_node.output[-3000:]
+    # the log says why once per cause per period (all three are too large: one line)
+    expected = "joint_targets.name[0]: 100000 characters in a name, more than the limit of 256"
+    assert expected in paused_node.output, paused_node.output[-3000:]
     assert "n" * 1000 not in paused_node.output
+    robots_by_joint = dict.fromkeys(before, "franka")
+    for msg, expected in zip(
+        hostile[1:],
+        (
+            f"joint_targets.name: {n + 1} entries (the robots have {n} joints), more than the "
+            f"limit of {n}",
+            f"joint_targets.position: {n + 1} entries (the robots have {n} joints), more than "
+            f"the limit of {n}",
+        ),
+    ):
+        with pytest.raises(RequestTooLargeError) as info:
+            targets_from_joint_state(msg, robots_by_joint)
+        assert str(info.value) == expected
 
 
 def _timed_call(client, srv, request, timeout: float = 120.0) -> tuple[float, object]:
