@@ -4,31 +4,32 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 
-@contextlib.contextmanager
-def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; on clean exit fsync it and rename it onto ``path``.
+def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to a temporary file beside ``path``, fsync it and rename it onto ``path``.
 
     The temporary file lives in the same directory so that ``os.replace`` is a rename on one
-    file system (atomic on POSIX). On an exception the temporary file is removed and ``path`` is
-    untouched. A process killed inside the block leaves only a hidden ``.<name>.*.tmp`` file.
+    file system (atomic on POSIX); it is written and synced through the descriptor that created
+    it. On an exception the temporary file is removed and ``path`` is untouched. A process killed
+    meanwhile leaves only a hidden ``.<name>.*.tmp`` file.
     """
     target = Path(path)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(fd)
     tmp = Path(tmp_name)
-    # mkstemp creates 0600; keep the mode of the file being replaced, else a normal 0644.
-    os.chmod(tmp, target.stat().st_mode & 0o777 if target.exists() else 0o644)
     try:
-        yield tmp
-        with open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
+        try:
+            # mkstemp creates 0600; keep the mode of the file being replaced, else a normal 0644.
+            os.fchmod(fd, target.stat().st_mode & 0o777 if target.exists() else 0o644)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, target)
     except BaseException:
         tmp.unlink(missing_ok=True)

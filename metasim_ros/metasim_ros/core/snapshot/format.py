@@ -42,7 +42,7 @@ import h5py
 import mujoco
 import numpy as np
 
-from metasim_ros.core.atomic import atomic_path
+from metasim_ros.core.atomic import write_atomic
 from metasim_ros.core.sim.handler import INTEGRATION_STATE
 from metasim_ros.core.sim.wrenches import remaining_durations
 from metasim_ros.core.snapshot.bodies import BODY_COLUMNS, trajectory_body_rows
@@ -193,46 +193,109 @@ def write_snapshot(
     """Write the own format atomically from captured states; needs no simulation lock (only
     the model facts of ``handler``; body rows are computed on a scratch MjData).
 
-    Everything that depends on the model alone (root attributes, /model) is built once per
-    model as an HDF5 file image; a save copies it and adds the states.
+    The file is built in memory and written to disk in one piece. Everything that depends on
+    the model alone (root attributes, /model) is built once per model as an HDF5 file image, and
+    for a single state also its (contiguous) datasets: a save then only fills them in.
     """
     model = handler.model
-    env_ids = list(capture.rows)
-    bodies = {e: trajectory_body_rows(model, capture.rows[e]) for e in env_ids}
-    with atomic_path(path) as tmp:
-        tmp.write_bytes(_model_image(handler))
-        with h5py.File(tmp, "r+", libver="latest") as f:
-            f.attrs["created"] = _text(datetime.datetime.now(datetime.timezone.utc).isoformat())
-            f.attrs["num_envs"] = len(env_ids)
-            f.attrs["steps"] = len(capture.rows[env_ids[0]])
-            for e in env_ids:
+    arrays = {e: _env_arrays(model, capture, e) for e in capture.rows}
+    steps = len(next(iter(capture.rows.values())))
+    layout = (
+        tuple((e, tuple((n, a.shape) for n, a in d.items())) for e, d in arrays.items())
+        if steps == 1
+        else None
+    )
+    template = _template(handler, layout)
+    fid = _in_memory(template, len(template) + _estimate_bytes(arrays, steps))
+    try:  # low-level calls: a single state is a few writes into the template
+        h5py.h5a.open(fid, b"created").write(np.array(_now()))
+        if layout is None:
+            f = h5py.File(fid)
+            f.attrs["num_envs"] = len(arrays)
+            f.attrs["steps"] = steps
+            for e, d in arrays.items():
                 eg = f.create_group(f"envs/env_{e}")
-                _create(eg, "integration_state", capture.rows[e])
-                _create(eg, "body", bodies[e])
-                _create(eg, "dof_pos_target", capture.pos_targets[e])
-                _create(eg, "dof_vel_target", capture.vel_targets[e])
-                if capture.wrench_remaining[e].any():  # optional: absent = none ends
-                    _create(eg, "wrench_remaining", capture.wrench_remaining[e])
-            if capture.spawned:
-                write_spawned(f, capture.spawned)
+                for name, data in d.items():
+                    _create(eg, name, data)
+        else:
+            for e, d in arrays.items():
+                for name, data in d.items():
+                    if data.size:
+                        h5py.h5d.open(fid, f"envs/env_{e}/{name}".encode()).write(
+                            h5py.h5s.ALL, h5py.h5s.ALL, data
+                        )
+        if capture.spawned:
+            write_spawned(h5py.File(fid), capture.spawned)
+        h5py.h5f.flush(fid)
+        image = fid.get_file_image()
+    finally:
+        fid.close()
+    write_atomic(path, image)
 
 
-def _model_image(handler: Simulation) -> bytes:
-    """The file image holding what depends on the model only (cached per model and scene)."""
+def _env_arrays(model: mujoco.MjModel, capture: SaveCapture, e: int) -> dict[str, np.ndarray]:
+    """The datasets of env ``e``, in file order, as contiguous float64 arrays."""
+    rows = capture.rows[e]
+    out = {
+        "integration_state": rows,
+        "body": trajectory_body_rows(model, rows),
+        "dof_pos_target": capture.pos_targets[e],
+        "dof_vel_target": capture.vel_targets[e],
+    }
+    if capture.wrench_remaining[e].any():  # optional: absent = none ends
+        out["wrench_remaining"] = capture.wrench_remaining[e]
+    return {k: np.ascontiguousarray(v, dtype=np.float64) for k, v in out.items()}
+
+
+def _estimate_bytes(arrays: dict[int, dict[str, np.ndarray]], steps: int) -> int:
+    """Room to reserve for the states: their raw size for a trajectory (compression only
+    shrinks it), none for a single state (its template holds it)."""
+    if steps == 1:
+        return 0
+    return sum(a.nbytes for d in arrays.values() for a in d.values()) + 64 * 1024
+
+
+def _now() -> np.bytes_:
+    """The ``created`` attribute: UTC ISO 8601 with microseconds (always 32 bytes, so a
+    template's attribute is overwritten in place)."""
+    return _text(datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="microseconds"))
+
+
+#: Names of in-memory HDF5 files: HDF5 treats two open core files of one name as the same file.
+_MEMORY_NAMES = itertools.count()
+
+
+def _in_memory(image: bytes | None, size: int) -> h5py.h5f.FileID:
+    """A writable HDF5 file in memory (core driver, no backing store), starting from ``image``
+    (a new empty file when None); ``size``: bytes to grow by when it fills."""
+    fapl = h5py.h5p.create(h5py.h5p.FILE_ACCESS)
+    fapl.set_fapl_core(max(size, 64 * 1024), False)
+    fapl.set_libver_bounds(h5py.h5f.LIBVER_LATEST, h5py.h5f.LIBVER_LATEST)
+    name = f"metasim-snapshot-{next(_MEMORY_NAMES)}.h5".encode()
+    if image is None:
+        return h5py.h5f.create(name, h5py.h5f.ACC_EXCL, fapl=fapl)
+    fapl.set_file_image(image)
+    return h5py.h5f.open(name, h5py.h5f.ACC_RDWR, fapl)
+
+
+def _template(handler: Simulation, layout: tuple | None) -> bytes:
+    """The file image a save starts from (cached per model, scene and ``layout``): root
+    attributes and /model; for a single state (``layout``: per env the datasets and their
+    shapes) also the groups and contiguous datasets, filled with zeros."""
     model = handler.model
-    cached = _IMAGES.get(id(model))
-    if cached is not None and cached[0] is model and cached[1] == handler.scene_xml:
-        return cached[2]
+    key = (id(model), handler.scene_xml, layout)
+    cached = _TEMPLATES.get(key)
+    if cached is not None and cached[0] is model:
+        return cached[1]
     sig = model_signature(model)
     names, sizes = state_components(model)
-    with h5py.File(
-        f"metasim-model-{id(model)}.h5", "w", driver="core", backing_store=False, libver="latest"
-    ) as f:
+    with h5py.File(_in_memory(None, 256 * 1024)) as f:
         f.attrs.update(
             {
                 "format": _text(FORMAT_NAME),
                 "version": FORMAT_VERSION,
                 "mujoco_version": _text(mujoco.__version__),
+                "created": _now(),
                 "signature_hash": _text(sig["hash"]),
                 "nq": sig["nq"],
                 "nv": sig["nv"],
@@ -254,14 +317,24 @@ def _model_image(handler: Simulation) -> bytes:
         g.attrs["structure"] = _text(json.dumps(_structure(handler)))
         g.attrs["joint_names"] = _texts(sig["joint_names"])
         g.attrs["body_names"] = _texts(sig["body_names"])
+        if layout is not None:
+            f.attrs["num_envs"] = len(layout)
+            f.attrs["steps"] = 1
+            for e, datasets in layout:
+                eg = f.create_group(f"envs/env_{e}")
+                for name, shape in datasets:
+                    eg.create_dataset(name, data=np.zeros(shape))
         f.flush()
         image = f.id.get_file_image()
-    _IMAGES[id(model)] = (model, handler.scene_xml, image)
+    if len(_TEMPLATES) >= 16:
+        _TEMPLATES.pop(next(iter(_TEMPLATES)))
+    _TEMPLATES[key] = (model, image)
     return image
 
 
-#: _model_image per model id, holding the model so that the id is not reused.
-_IMAGES: dict[int, tuple[mujoco.MjModel, str, bytes]] = {}
+#: _template per (model id, scene, layout), holding the model so that the id is not reused;
+#: oldest first, a few kept (models change only on spawn / delete).
+_TEMPLATES: dict[tuple, tuple[mujoco.MjModel, bytes]] = {}
 
 
 def _text(value: str) -> np.bytes_:
