@@ -335,7 +335,8 @@ def read_row(
         )
     if dsid.dtype.kind not in "fiu":
         raise LayoutMismatchError(f"{ds.name} has dtype {dsid.dtype}, expected numbers")
-    i = resolve_index(index, rows, ds.name)
+    # (the dataset's name is looked up only for the error: it costs a library call)
+    i = index % rows if -rows <= index < rows else resolve_index(index, rows, ds.name)
     out = np.empty(row_shape, dtype=np.float64)
     try:
         if out.size:  # one hyperslab read, converted to float64 by HDF5
