@@ -169,7 +169,7 @@ def prepare_load(
                     max_steps=max_steps,
                 ),
             )
-        return prepare(f, sim, request, max_steps)
+        return prepare(f, sim, request, max_steps, spawned)
 
 
 def apply_load(

@@ -125,8 +125,10 @@ def prepare(
     sim: Simulation,
     request: LoadRequest,
     max_steps: int | None = DEFAULT_MAX_STEPS,
+    spawned: dict[str, SpawnRecord] | None = None,
 ) -> PreparedLoad:
     """Resolve every layout of an open file into a Plan; uses only ``sim``'s model facts.
+    ``spawned``: the file's spawned entities when the caller has read them already.
 
     Anything unexpected while reading (h5py raises many types for corrupt files) becomes a
     ``SnapshotError`` naming the layout and the original error.
@@ -165,7 +167,9 @@ def prepare(
                 f"no known snapshot layout in {f.filename} (found: {_top_level(f)})"
             )
         raise SnapshotError(f"no layout in {f.filename} fits this model: " + "; ".join(tried))
-    return PreparedLoad(str(f.filename), request.env_id, plans, tried, read_spawned(f))
+    if spawned is None:
+        spawned = read_spawned(f)
+    return PreparedLoad(str(f.filename), request.env_id, plans, tried, spawned)
 
 
 def apply_prepared(

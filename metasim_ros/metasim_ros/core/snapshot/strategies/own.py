@@ -32,7 +32,7 @@ from metasim_ros.core.snapshot.io import (
     attr,
     attr_int,
     attr_text,
-    dataset,
+    dataset_id,
     decode_key,
     read_row,
     read_text,
@@ -131,7 +131,7 @@ class IntegrationStateStrategy:
         if not version:
             return None
         eg = env_group(f, request.env_id)
-        ds = None if eg is None else dataset(eg, "integration_state")
+        ds = None if eg is None else dataset_id(eg, "integration_state")
         if ds is None:
             return None
         model = sim.model
@@ -172,7 +172,7 @@ class IntegrationStateStrategy:
             # when applied wrenches end (optional: files without it have none that end)
             wrench = (
                 None
-                if dataset(eg, "wrench_remaining") is None
+                if dataset_id(eg, "wrench_remaining") is None
                 else end_times(
                     _step_dataset(eg, "wrench_remaining", count, index, (model.nbody,)), row[0]
                 )
@@ -205,7 +205,7 @@ def _step_dataset(
     group: h5py.Group, name: str, count: int, index: int, shape: tuple[int, ...]
 ) -> np.ndarray:
     """Row ``index`` of a version-2 per-step dataset that must hold ``count`` rows."""
-    ds = dataset(group, name)
+    ds = dataset_id(group, name)
     if ds is None:
         raise LayoutMismatchError(f"{group.name} has no {name}")
     return read_row(ds, index, shape, count)
@@ -318,7 +318,7 @@ def _ints(values: Any, low: int, high: int) -> list[int]:
 def _plan_from_tables(name: str, f: h5py.File, eg: h5py.Group, sim: Simulation, index: int) -> Plan:
     """A version-2 state on another model: qpos/qvel and body rows through ``matching.match``."""
     tables = file_tables(f)
-    ds = dataset(eg, "integration_state")
+    ds = dataset_id(eg, "integration_state")
     if ds is None:
         raise LayoutMismatchError(f"{eg.name} has no integration_state")
     size = attr_int(f, "state_size", -1)
