@@ -36,6 +36,7 @@ import hashlib
 import itertools
 import json
 import os
+import threading
 import zlib
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -360,15 +361,17 @@ def _template(handler: Simulation, layout: tuple | None) -> bytes:
                     eg.create_dataset(name, data=np.zeros(shape))
         f.flush()
         image = f.id.get_file_image()
-    if len(_TEMPLATES) >= 16:
-        _TEMPLATES.pop(next(iter(_TEMPLATES)))
-    _TEMPLATES[key] = (model, image)
+    with _TEMPLATES_LOCK:  # saves may run in several threads
+        while len(_TEMPLATES) >= 16:
+            _TEMPLATES.pop(next(iter(_TEMPLATES)))
+        _TEMPLATES[key] = (model, image)
     return image
 
 
 #: _template per (model id, scene, layout), holding the model so that the id is not reused;
 #: oldest first, a few kept (models change only on spawn / delete).
 _TEMPLATES: dict[tuple, tuple[mujoco.MjModel, bytes]] = {}
+_TEMPLATES_LOCK = threading.Lock()
 
 
 def _text(value: str) -> np.bytes_:
