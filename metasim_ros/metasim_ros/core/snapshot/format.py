@@ -201,11 +201,11 @@ def write_snapshot(
     for a single state also its (contiguous) datasets: a save then only fills them in.
     """
     steps = len(next(iter(capture.rows.values())))
-    single = steps == 1
-    write_atomic(
-        path,
-        _single_image(handler, capture) if single else _trajectory_image(handler, capture, steps),
-    )
+    if steps == 1:
+        image = _single_image(handler, capture)
+    else:
+        image = _trajectory_image(handler, capture, steps)
+    write_atomic(path, image)
 
 
 #: The per-env datasets, in file order (``wrench_remaining`` only when some applied wrench ends).
