@@ -51,8 +51,8 @@ from metasim_ros.core.snapshot.strategies.assign import (
 
 
 def _own_version(f: h5py.File) -> int:
-    """The format version of a file written by this format, 0 for other files; a newer version
-    is a mismatch, not a guess."""
+    """The format version of a file written by this format (at least 1: version 1 files may
+    not say), 0 for other files; a newer version is a mismatch, not a guess."""
     if attr_text(f, "format") != FORMAT_NAME:
         return 0
     version = attr_int(f, "version", 1)
@@ -60,7 +60,7 @@ def _own_version(f: h5py.File) -> int:
         raise LayoutMismatchError(
             f"format version {version} is newer than this reader ({FORMAT_VERSION})"
         )
-    return version
+    return max(version, 1)
 
 
 def env_group(f: h5py.File, env_id: int) -> h5py.Group | None:
