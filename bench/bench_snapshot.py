@@ -6,6 +6,7 @@ Prints save and load times (best of several runs) for a single state and a 10,00
 trajectory, as ratios to one raw mj_step, with where the time goes: the half that holds the
 simulation lock (capture; apply + verify) and the half that does not (body rows + HDF5 write;
 h5py open + reads + plan), the file size per step, and the cost of the global heap check.
+A save builds the file in memory and writes it in one atomic write, shown on its own.
 Run: PYTHONPATH=metasim_ros${PYTHONPATH:+:$PYTHONPATH} python bench/bench_snapshot.py
 """
 
@@ -23,6 +24,7 @@ import mujoco
 import numpy as np
 
 from metasim_ros.core import MujocoHandler
+from metasim_ros.core.atomic import write_atomic
 from metasim_ros.core.snapshot import (
     apply_load,
     capture_snapshot,
@@ -77,6 +79,8 @@ def main() -> None:
         write = best_time(lambda: write_captured(h, single, cap), 30)
         body = best_time(lambda: trajectory_body_rows(m, cap.rows[0]), 200)
         fsync = best_time(lambda: _fsync_file(Path(tmp) / "fsync.bin", single.stat().st_size), 30)
+        image = single.read_bytes()
+        atomic = best_time(lambda: write_atomic(Path(tmp) / "atomic.h5", image), 30)
         load_single = best_time(lambda: load_snapshot(h, single), 30)
         h5open = best_time(lambda: h5py.File(single, "r").close(), 30)
         prepare = best_time(lambda: prepare_load(h, single), 30)
@@ -117,6 +121,7 @@ def main() -> None:
     print(f"  capture (under the lock):          {x(capture)}")
     print(f"  write (no lock):                   {x(write)}")
     print(f"    of which body rows:              {x(body)}")
+    print(f"    of which the atomic write:       {x(atomic)}   (temp, fsync, rename, dir fsync)")
     print(f"    (a bare write+fsync of that size: {x(fsync)}; the disk's share)")
     print(f"single state load+verify:            {x(load_single)}")
     print(f"  prepare (no lock):                 {x(prepare)}")

@@ -4,30 +4,27 @@
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import os
 import re
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 from metasim_ros.core.paths import MAX_DEPTH
 
-#: Names of the temporary files ``atomic_path`` writes: ``.<name>.<8 mkstemp characters>.tmp``.
+#: Names of the temporary files ``write_atomic`` writes: ``.<name>.<8 mkstemp characters>.tmp``.
 TEMP_NAME = re.compile(r"\..+\.[a-z0-9_]{8}\.tmp")
 
 
-@contextlib.contextmanager
-def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; on clean exit fsync it and rename it onto ``path``.
+def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to a temporary file beside ``path``, fsync it and rename it onto ``path``.
 
     The temporary file lives in the same directory so that ``os.replace`` is a rename on one
-    file system (atomic on POSIX). On an exception the temporary file is removed and ``path`` is
-    untouched. A process killed inside the block leaves only a hidden ``.<name>.*.tmp`` file
-    (``TEMP_NAME``), which ``remove_interrupted`` removes. Meanwhile this process holds an
-    ``flock`` on it, so that a file still being written is never taken for a leftover (HDF5,
-    which locks the files it opens the same way, must not open it: write it with Python).
+    file system (atomic on POSIX); it is written and synced through the descriptor that created
+    it. On an exception the temporary file is removed and ``path`` is untouched. A process killed
+    meanwhile leaves only a hidden ``.<name>.*.tmp`` file (``TEMP_NAME``), which
+    ``remove_interrupted`` removes. Until the rename this process holds an ``flock`` on it, so
+    that a file still being written is never taken for a leftover.
     """
     target = Path(path)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
@@ -35,8 +32,10 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)  # released when fd is closed or the process dies
         # mkstemp creates 0600; keep the mode of the file being replaced, else a normal 0644.
-        os.chmod(tmp, target.stat().st_mode & 0o777 if target.exists() else 0o644)
-        yield tmp
+        os.fchmod(fd, target.stat().st_mode & 0o777 if target.exists() else 0o644)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
         os.fsync(fd)
         os.replace(tmp, target)
     except BaseException:
@@ -48,7 +47,7 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
 
 
 def remove_interrupted(root: str | os.PathLike[str], max_depth: int = MAX_DEPTH) -> tuple[int, int]:
-    """Remove the temporary files of interrupted ``atomic_path`` writes under ``root`` (its
+    """Remove the temporary files of interrupted ``write_atomic`` writes under ``root`` (its
     folders down to ``max_depth`` levels, as deep as a caller's path may reach; symlinks
     not followed); return (count, bytes).
 

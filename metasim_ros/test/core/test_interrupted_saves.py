@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import fcntl
 import os
+import threading
 
-from metasim_ros.core.atomic import TEMP_NAME, atomic_path, remove_interrupted
+from metasim_ros.core.atomic import TEMP_NAME, remove_interrupted, write_atomic
 from metasim_ros.core.paths import MAX_DEPTH
 
 #: Names that only resemble the temp files of a save.
@@ -30,7 +31,7 @@ def test_killed_saves_leave_temp_files_that_are_removed(tmp_path, interrupted_sa
 
 
 def test_a_file_being_written_stays(tmp_path):
-    """A writer holds an flock on its temp file (atomic_path, HDF5): not a leftover."""
+    """A writer holds an flock on its temp file (write_atomic): not a leftover."""
     busy = tmp_path / ".snap.h5.abcd_123.tmp"
     busy.write_bytes(b"being written")
     fd = os.open(busy, os.O_RDWR)
@@ -54,9 +55,19 @@ def test_depth_is_bounded_and_unreadable_folders_are_skipped(tmp_path):
     assert remove_interrupted(tmp_path / "missing") == (0, 0)
 
 
-def test_atomic_path_holds_its_temp_file_locked(tmp_path):
-    with atomic_path(tmp_path / "a.h5") as tmp:
-        tmp.write_bytes(b"half")
-        assert remove_interrupted(tmp_path) == (0, 0) and tmp.exists()
-    assert (tmp_path / "a.h5").read_bytes() == b"half"
+def test_write_atomic_holds_its_temp_file_locked(tmp_path):
+    """While another thread writes (os.write runs without the GIL), the temp file it
+    writes is never removed as a leftover; the result is whole and nothing else stays."""
+    data = os.urandom(1 << 20) * 256  # 256 MiB: long enough to be seen mid-write
+    target = tmp_path / "a.h5"
+    writer = threading.Thread(target=write_atomic, args=(target, data))
+    writer.start()
+    seen = 0
+    while writer.is_alive():
+        if any(TEMP_NAME.fullmatch(p.name) for p in tmp_path.iterdir()):
+            assert remove_interrupted(tmp_path) == (0, 0)
+            seen += 1
+    writer.join()
+    assert seen, "the write ended before its temp file was seen"
+    assert target.read_bytes() == data
     assert [p.name for p in tmp_path.iterdir()] == ["a.h5"]

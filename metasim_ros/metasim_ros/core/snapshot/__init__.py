@@ -174,7 +174,7 @@ def prepare_load(
                     max_steps=max_steps,
                 ),
             )
-        return prepare(f, sim, request, max_steps)
+        return prepare(f, sim, request, max_steps, spawned)
 
 
 def apply_load(

@@ -29,12 +29,15 @@ Version 1 (a group per MetaSim tree leaf) is still read; see ``strategies/own.py
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import datetime
 import hashlib
 import itertools
 import json
 import os
+import threading
+import zlib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -42,7 +45,7 @@ import h5py
 import mujoco
 import numpy as np
 
-from metasim_ros.core.atomic import atomic_path
+from metasim_ros.core.atomic import write_atomic
 from metasim_ros.core.sim.handler import INTEGRATION_STATE
 from metasim_ros.core.sim.wrenches import remaining_durations
 from metasim_ros.core.snapshot.bodies import BODY_COLUMNS, trajectory_body_rows
@@ -193,50 +196,143 @@ def write_snapshot(
     """Write the own format atomically from captured states; needs no simulation lock (only
     the model facts of ``handler``; body rows are computed on a scratch MjData).
 
-    Everything that depends on the model alone (root attributes, /model) is built once per
-    model as an HDF5 file image; a save copies it and adds the states. The file is built in
-    memory and written by Python, so a disk refusing the write (full, file too large, gone)
-    is an OSError naming it: HDF5 itself, when its writes fail, crashes the process on close.
+    The file is built in memory and written to disk in one piece. Everything that depends on
+    the model alone (root attributes, /model) is built once per model as an HDF5 file image, and
+    for a single state also its (contiguous) datasets: a save then only fills them in.
+    HDF5 never writes to the disk itself: when its writes fail it crashes the process on
+    close, while a refused write here (disk full, file too large, folder gone) is an OSError.
     """
-    model = handler.model
-    env_ids = list(capture.rows)
-    bodies = {e: trajectory_body_rows(model, capture.rows[e]) for e in env_ids}
-    with h5py.File.in_memory(file_image=_model_image(handler), libver="latest") as f:
-        f.attrs["created"] = _text(datetime.datetime.now(datetime.timezone.utc).isoformat())
-        f.attrs["num_envs"] = len(env_ids)
-        f.attrs["steps"] = len(capture.rows[env_ids[0]])
-        for e in env_ids:
-            eg = f.create_group(f"envs/env_{e}")
-            _create(eg, "integration_state", capture.rows[e])
-            _create(eg, "body", bodies[e])
-            _create(eg, "dof_pos_target", capture.pos_targets[e])
-            _create(eg, "dof_vel_target", capture.vel_targets[e])
-            if capture.wrench_remaining[e].any():  # optional: absent = none ends
-                _create(eg, "wrench_remaining", capture.wrench_remaining[e])
-        if capture.spawned:
-            write_spawned(f, capture.spawned)
-        f.flush()
-        image = f.id.get_file_image()
-    with atomic_path(path) as tmp:
-        tmp.write_bytes(image)
+    steps = len(next(iter(capture.rows.values())))
+    if steps == 1:
+        image = _single_image(handler, capture)
+    else:
+        image = _trajectory_image(handler, capture, steps)
+    write_atomic(path, image)
 
 
-def _model_image(handler: Simulation) -> bytes:
-    """The file image holding what depends on the model only (cached per model and scene)."""
+#: The per-env datasets, in file order (``wrench_remaining`` only when some applied wrench ends).
+_DATASETS = ("integration_state", "body", "dof_pos_target", "dof_vel_target", "wrench_remaining")
+
+
+def _captured_arrays(capture: SaveCapture, e: int) -> dict[str, np.ndarray]:
+    """The datasets of env ``e`` taken from the capture (all but the body rows), as contiguous
+    float64 arrays."""
+    out = {
+        "integration_state": capture.rows[e],
+        "dof_pos_target": capture.pos_targets[e],
+        "dof_vel_target": capture.vel_targets[e],
+    }
+    if capture.wrench_remaining[e].any():  # optional: absent = none ends
+        out["wrench_remaining"] = capture.wrench_remaining[e]
+    return {k: np.ascontiguousarray(v, dtype=np.float64) for k, v in out.items()}
+
+
+def _single_image(handler: Simulation, capture: SaveCapture) -> bytes:
+    """One state per env: the template's datasets filled in with low-level writes."""
     model = handler.model
-    cached = _IMAGES.get(id(model))
-    if cached is not None and cached[0] is model and cached[1] == handler.scene_xml:
-        return cached[2]
+    arrays = {}
+    for e, rows in capture.rows.items():
+        arrays[e] = _captured_arrays(capture, e)
+        arrays[e]["body"] = trajectory_body_rows(model, rows)
+    layout = tuple(
+        (e, tuple((n, d[n].shape) for n in _DATASETS if n in d)) for e, d in arrays.items()
+    )
+    fid = _in_memory(_template(handler, layout), 64 * 1024)
+    try:
+        _stamp(fid)
+        for e, d in arrays.items():
+            for name, data in d.items():
+                if data.size:
+                    h5py.h5d.open(fid, f"envs/env_{e}/{name}".encode()).write(
+                        h5py.h5s.ALL, h5py.h5s.ALL, data
+                    )
+        return _finish(fid, capture)
+    finally:
+        fid.close()
+
+
+def _trajectory_image(handler: Simulation, capture: SaveCapture, steps: int) -> bytes:
+    """T states per env in chunked, compressed datasets. Chunks are compressed by a thread pool
+    (zlib runs without the GIL), the captured rows while the body rows are computed."""
+    model = handler.model
+    with concurrent.futures.ThreadPoolExecutor(_COMPRESS_THREADS) as pool:
+        arrays = {e: _captured_arrays(capture, e) for e in capture.rows}
+        chunks = {e: {n: _compress(pool, a) for n, a in d.items()} for e, d in arrays.items()}
+        for e, d in arrays.items():
+            d["body"] = trajectory_body_rows(model, capture.rows[e])
+            chunks[e]["body"] = _compress(pool, d["body"])
+        template = _template(handler, None)
+        raw = sum(a.nbytes for d in arrays.values() for a in d.values())
+        fid = _in_memory(template, len(template) + raw)  # compression only shrinks it
+        try:
+            _stamp(fid)
+            f = h5py.File(fid)
+            f.attrs["num_envs"] = len(arrays)
+            f.attrs["steps"] = steps
+            for e, d in arrays.items():
+                eg = f.create_group(f"envs/env_{e}")
+                for name in _DATASETS:
+                    if name in d:
+                        _create(eg, name, d[name], chunks[e][name])
+            return _finish(fid, capture)
+        finally:
+            fid.close()
+
+
+def _stamp(fid: h5py.h5f.FileID) -> None:
+    """Set the ``created`` attribute of a file started from a template."""
+    h5py.h5a.open(fid, b"created").write(np.array(_now()))
+
+
+def _finish(fid: h5py.h5f.FileID, capture: SaveCapture) -> bytes:
+    """Add the spawned entities, flush, and return the file's bytes."""
+    if capture.spawned:
+        write_spawned(h5py.File(fid), capture.spawned)
+    h5py.h5f.flush(fid)
+    return fid.get_file_image()
+
+
+def _now() -> np.bytes_:
+    """The ``created`` attribute: UTC ISO 8601 with microseconds (always 32 bytes, so a
+    template's attribute is overwritten in place)."""
+    return _text(datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="microseconds"))
+
+
+#: Names of in-memory HDF5 files: HDF5 treats two open core files of one name as the same file.
+_MEMORY_NAMES = itertools.count()
+
+
+def _in_memory(image: bytes | None, size: int) -> h5py.h5f.FileID:
+    """A writable HDF5 file in memory (core driver, no backing store), starting from ``image``
+    (a new empty file when None); ``size``: bytes to grow by when it fills."""
+    fapl = h5py.h5p.create(h5py.h5p.FILE_ACCESS)
+    fapl.set_fapl_core(max(size, 64 * 1024), False)
+    fapl.set_libver_bounds(h5py.h5f.LIBVER_LATEST, h5py.h5f.LIBVER_LATEST)
+    name = f"metasim-snapshot-{next(_MEMORY_NAMES)}.h5".encode()
+    if image is None:
+        return h5py.h5f.create(name, h5py.h5f.ACC_EXCL, fapl=fapl)
+    fapl.set_file_image(image)
+    return h5py.h5f.open(name, h5py.h5f.ACC_RDWR, fapl)
+
+
+def _template(handler: Simulation, layout: tuple | None) -> bytes:
+    """The file image a save starts from (cached per model, scene and ``layout``): root
+    attributes and /model; for a single state (``layout``: per env the datasets and their
+    shapes) also the groups and contiguous datasets, filled with zeros."""
+    model = handler.model
+    key = (id(model), handler.scene_xml, layout)
+    cached = _TEMPLATES.get(key)
+    if cached is not None and cached[0] is model:
+        return cached[1]
     sig = model_signature(model)
     names, sizes = state_components(model)
-    with h5py.File(
-        f"metasim-model-{id(model)}.h5", "w", driver="core", backing_store=False, libver="latest"
-    ) as f:
+    with h5py.File(_in_memory(None, 256 * 1024)) as f:
         f.attrs.update(
             {
                 "format": _text(FORMAT_NAME),
                 "version": FORMAT_VERSION,
                 "mujoco_version": _text(mujoco.__version__),
+                "created": _now(),
                 "signature_hash": _text(sig["hash"]),
                 "nq": sig["nq"],
                 "nv": sig["nv"],
@@ -258,14 +354,26 @@ def _model_image(handler: Simulation) -> bytes:
         g.attrs["structure"] = _text(json.dumps(_structure(handler)))
         g.attrs["joint_names"] = _texts(sig["joint_names"])
         g.attrs["body_names"] = _texts(sig["body_names"])
+        if layout is not None:
+            f.attrs["num_envs"] = len(layout)
+            f.attrs["steps"] = 1
+            for e, datasets in layout:
+                eg = f.create_group(f"envs/env_{e}")
+                for name, shape in datasets:
+                    eg.create_dataset(name, data=np.zeros(shape))
         f.flush()
         image = f.id.get_file_image()
-    _IMAGES[id(model)] = (model, handler.scene_xml, image)
+    with _TEMPLATES_LOCK:  # saves may run in several threads
+        while len(_TEMPLATES) >= 16:
+            _TEMPLATES.pop(next(iter(_TEMPLATES)))
+        _TEMPLATES[key] = (model, image)
     return image
 
 
-#: _model_image per model id, holding the model so that the id is not reused.
-_IMAGES: dict[int, tuple[mujoco.MjModel, str, bytes]] = {}
+#: _template per (model id, scene, layout), holding the model so that the id is not reused;
+#: oldest first, a few kept (models change only on spawn / delete).
+_TEMPLATES: dict[tuple, tuple[mujoco.MjModel, bytes]] = {}
+_TEMPLATES_LOCK = threading.Lock()
 
 
 def _text(value: str) -> np.bytes_:
@@ -280,21 +388,62 @@ def _texts(values: Sequence[str]) -> np.ndarray:
     return np.array(encoded, dtype=f"S{max([1, *map(len, encoded)])}")
 
 
-def _create(group: h5py.Group, name: str, data: np.ndarray) -> h5py.Dataset:
-    """A dataset with a step axis: contiguous for one step, chunked by rows and compressed for
-    trajectories (static bodies, resting objects and constant targets compress well)."""
-    data = np.ascontiguousarray(data, dtype=np.float64)
-    if data.shape[0] <= 1 or data.size == 0:
-        return group.create_dataset(name, data=data)
+#: Threads compressing the chunks of a trajectory.
+_COMPRESS_THREADS = min(4, os.cpu_count() or 1)
+#: deflate level of trajectory chunks: 2-3x smaller at ~100 MB/s (byte shuffling only slowed it)
+_DEFLATE_LEVEL = 1
+
+
+def _chunk_rows(data: np.ndarray) -> int:
     row_bytes = 8 * int(np.prod(data.shape[1:], dtype=np.int64))
-    rows = max(1, min(data.shape[0], _CHUNK_BYTES // max(row_bytes, 1)))
-    return group.create_dataset(
+    return max(1, min(data.shape[0], _CHUNK_BYTES // max(row_bytes, 1)))
+
+
+def _compress(
+    pool: concurrent.futures.Executor, data: np.ndarray
+) -> list[concurrent.futures.Future[bytes]] | None:
+    """The chunks of a trajectory dataset, compressed in ``pool``; None for data stored
+    contiguously (one step, or no values)."""
+    if data.shape[0] <= 1 or data.size == 0:
+        return None
+    rows = _chunk_rows(data)
+    return [pool.submit(_deflate, data, start, rows) for start in range(0, len(data), rows)]
+
+
+def _deflate(data: np.ndarray, start: int, rows: int) -> bytes:
+    """Rows [start, start + rows) as HDF5's deflate filter stores a chunk (a zlib stream); the
+    last chunk padded with zeros, as HDF5 stores whole chunks."""
+    block = data[start : start + rows]
+    if len(block) < rows:
+        block = np.concatenate([block, np.zeros((rows - len(block), *data.shape[1:]))])
+    return zlib.compress(block, _DEFLATE_LEVEL)
+
+
+def _create(
+    group: h5py.Group,
+    name: str,
+    data: np.ndarray,
+    chunks: list[concurrent.futures.Future[bytes]] | None,
+) -> None:
+    """A dataset with a step axis: contiguous for one step, else chunked by rows and
+    compressed (static bodies, resting objects and constant targets compress well), its chunks
+    (``_compress``) written as they are. gzip is in every HDF5 build: other readers need no
+    plugin."""
+    if chunks is None:
+        group.create_dataset(name, data=data)
+        return
+    rows = _chunk_rows(data)
+    ds = group.create_dataset(
         name,
-        data=data,
+        shape=data.shape,
+        dtype=np.float64,
         chunks=(rows, *data.shape[1:]),
-        compression="gzip",  # in every HDF5 build (other readers need no plugin); level 1:
-        compression_opts=1,  # 2-3x smaller at ~100 MB/s (byte shuffling only slowed it here)
+        compression="gzip",
+        compression_opts=_DEFLATE_LEVEL,
     )
+    rest = (0,) * (data.ndim - 1)
+    for k, chunk in enumerate(chunks):
+        ds.id.write_direct_chunk((k * rows, *rest), chunk.result())
 
 
 # ----------------------------------------------------------------------------------------- reading

@@ -199,16 +199,34 @@ def _heap_loops(mm: mmap.mmap, start: int, length: int, p: int) -> bool:
 
 
 def attr(obj: h5py.File | h5py.Group | h5py.Dataset, name: str, default: object = None) -> object:
-    """Attribute ``name`` of ``obj`` (``default`` if absent); an unreadable one is a mismatch."""
+    """Attribute ``name`` of ``obj`` (``default`` if absent); an unreadable one is a mismatch.
+
+    Read through h5py's low-level calls (a few microseconds each; ``obj.attrs`` builds a manager
+    and, for a File, opens its root on every access): fixed-size numbers and text straight into
+    numpy, anything else through ``obj.attrs``.
+    """
     try:
-        attrs = obj.attrs  # each access builds a new manager (and opens the root of a File)
-        if name not in attrs:
+        loc, key = obj.id, name.encode()
+        if not h5py.h5a.exists(loc, key):
             return default
-        if _variable(attrs.get_id(name).get_type()):
+        attr_id = h5py.h5a.open(loc, key)
+        type_id = attr_id.get_type()
+        variable = _variable(type_id)
+        if not variable and type_id.get_class() in _FIXED_CLASSES:
+            shape = attr_id.shape  # None for an empty (null) dataspace
+            if shape is not None:
+                value = np.empty(shape, dtype=type_id.dtype)
+                attr_id.read(value)
+                return value[()] if value.ndim == 0 else value
+        if variable:
             check_heaps(obj.file)
-        return attrs[name]
+        return obj.attrs[name]
     except (OSError, KeyError, TypeError, ValueError) as exc:
         raise LayoutMismatchError(f"attribute {name} of {obj.name} is unreadable: {exc}") from None
+
+
+#: Attribute types read straight into numpy by ``attr`` (fixed-length text among strings).
+_FIXED_CLASSES = (h5py.h5t.INTEGER, h5py.h5t.FLOAT, h5py.h5t.STRING)
 
 
 def attr_text(obj: h5py.File | h5py.Group | h5py.Dataset, name: str) -> str | None:
@@ -241,10 +259,32 @@ def subgroup(parent: h5py.Group, name: str) -> h5py.Group | None:
 
 
 def _member(parent: h5py.Group, name: str, kind: type, what: str) -> object | None:
-    obj = parent.get(name)
-    if obj is not None and not isinstance(obj, kind):
+    """``parent[name]`` if present (None if not) and a ``kind``, else a mismatch."""
+    oid = _open(parent, name)
+    if oid is None:
+        return None
+    if isinstance(oid, h5py.h5g.GroupID):
+        obj: object = h5py.Group(oid)
+    elif isinstance(oid, h5py.h5d.DatasetID):
+        obj = h5py.Dataset(oid)
+    else:
+        obj = h5py.Datatype(oid)
+    if not isinstance(obj, kind):
         raise LayoutMismatchError(f"{obj.name} is not a {what}")
     return obj
+
+
+#: What ``h5o.open`` returns: the low-level id of a group, dataset or named datatype.
+LowLevelId = h5py.h5g.GroupID | h5py.h5d.DatasetID | h5py.h5t.TypeID
+
+
+def _open(parent: h5py.Group, name: str) -> LowLevelId | None:
+    """The low-level id of ``parent[name]``, None if absent. ``parent.get`` costs several times
+    more for a dataset (it asks the file for its mode on every call)."""
+    key = name.encode()
+    if key not in parent.id:
+        return None
+    return h5py.h5o.open(parent.id, key)
 
 
 def resolve_index(index: int, count: int, what: str) -> int:
@@ -261,52 +301,84 @@ def dataset(group: h5py.Group, name: str) -> h5py.Dataset | None:
     return _member(group, name, h5py.Dataset, "dataset")
 
 
-def row_count(ds: h5py.Dataset, row_ndim: int) -> int:
+def dataset_id(group: h5py.Group, name: str) -> h5py.h5d.DatasetID | None:
+    """``dataset`` as h5py's low-level id: enough for ``read_row`` and ``row_count``, and
+    cheaper to open (no high-level object)."""
+    oid = _open(group, name)
+    if oid is not None and not isinstance(oid, h5py.h5d.DatasetID):
+        raise LayoutMismatchError(f"{_name(oid)} is not a dataset")
+    return oid
+
+
+#: A dataset as the high-level object or its low-level id.
+AnyDataset = h5py.Dataset | h5py.h5d.DatasetID
+
+
+def _name(oid: LowLevelId) -> str:
+    """The HDF5 path of an object (a library call: for messages only)."""
+    return (h5py.h5i.get_name(oid) or b"").decode("utf-8", errors="replace")
+
+
+def row_count(ds: AnyDataset, row_ndim: int) -> int:
     """Number of states in ``ds``: 1 if it is a single row of ``row_ndim`` dims, else its length."""
-    if ds.ndim == row_ndim:
+    dsid = ds if isinstance(ds, h5py.h5d.DatasetID) else ds.id
+    return _rows(dsid, dsid.shape, row_ndim)
+
+
+def _rows(dsid: h5py.h5d.DatasetID, full: tuple[int, ...], row_ndim: int) -> int:
+    if len(full) == row_ndim:
         return 1
-    if ds.ndim == row_ndim + 1:
-        return int(ds.shape[0])
+    if len(full) == row_ndim + 1:
+        return int(full[0])
     raise LayoutMismatchError(
-        f"{ds.name} has shape {ds.shape}, expected {row_ndim} or {row_ndim + 1} dimensions"
+        f"{_name(dsid)} has shape {full}, expected {row_ndim} or {row_ndim + 1} dimensions"
     )
 
 
-def read_row(ds: h5py.Dataset, index: int, shape: tuple[int, ...] | None = None) -> np.ndarray:
+def read_row(
+    ds: AnyDataset,
+    index: int,
+    shape: tuple[int, ...] | None = None,
+    count: int | None = None,
+) -> np.ndarray:
     """Read state ``index`` of ``ds`` as finite float64, checking dtype and shape before reading.
 
     ``ds`` holds either one row (``ndim == len(shape)``) or a stack of rows. ``shape`` None
-    accepts any 1-D row. Raises ``SnapshotError`` for a bad index, ``LayoutMismatchError``
-    otherwise.
+    accepts any 1-D row; ``count``, when given, is the number of states ``ds`` must hold.
+    Raises ``SnapshotError`` for a bad index, ``LayoutMismatchError`` otherwise.
     """
+    dsid = ds if isinstance(ds, h5py.h5d.DatasetID) else ds.id
+    space = dsid.get_space()  # one dataspace for the shape and the selection
+    full = space.get_simple_extent_dims()
     row_ndim = 1 if shape is None else len(shape)
-    full = ds.shape
-    if len(full) not in (row_ndim, row_ndim + 1):
-        row_count(ds, row_ndim)  # raises, naming the shape
+    rows = _rows(dsid, full, row_ndim)
+    if count is not None and rows != count:
+        raise LayoutMismatchError(f"{_name(dsid)} does not hold {count} states")
     stacked = len(full) == row_ndim + 1
-    count, row_shape = (int(full[0]), tuple(full[1:])) if stacked else (1, tuple(full))
+    row_shape = tuple(full[1:]) if stacked else tuple(full)
     if shape is not None and row_shape != tuple(shape):
         raise LayoutMismatchError(
-            f"{ds.name} rows have shape {row_shape}, this model needs {tuple(shape)}"
+            f"{_name(dsid)} rows have shape {row_shape}, this model needs {tuple(shape)}"
         )
     if int(np.prod(row_shape, dtype=np.int64)) > MAX_ROW_VALUES:
         raise LayoutMismatchError(
-            f"{ds.name} declares rows of {row_shape} values, larger than any model"
+            f"{_name(dsid)} declares rows of {row_shape} values, larger than any model"
         )
-    if ds.dtype.kind not in "fiu":
-        raise LayoutMismatchError(f"{ds.name} has dtype {ds.dtype}, expected numbers")
-    i = resolve_index(index, count, ds.name)
+    if dsid.dtype.kind not in "fiu":
+        raise LayoutMismatchError(f"{_name(dsid)} has dtype {dsid.dtype}, expected numbers")
+    if not -rows <= index < rows:
+        resolve_index(index, rows, _name(dsid))  # raises, naming the dataset
+    i = index % rows
     out = np.empty(row_shape, dtype=np.float64)
     try:
         if out.size:  # one hyperslab read, converted to float64 by HDF5
-            space = ds.id.get_space()
             if stacked:
                 space.select_hyperslab((i,) + (0,) * len(row_shape), (1, *row_shape))
-            ds.id.read(h5py.h5s.create_simple(row_shape), space, out)
+            dsid.read(h5py.h5s.create_simple(row_shape), space, out)
     except (OSError, ValueError, TypeError) as exc:
-        raise SnapshotError(f"corrupt data in {ds.name}: {exc}") from None
-    if not np.all(np.isfinite(out)):
-        raise LayoutMismatchError(f"{ds.name} state {i} contains NaN or infinite values")
+        raise SnapshotError(f"corrupt data in {_name(dsid)}: {exc}") from None
+    if not np.isfinite(out).all():
+        raise LayoutMismatchError(f"{_name(dsid)} state {i} contains NaN or infinite values")
     return out
 
 

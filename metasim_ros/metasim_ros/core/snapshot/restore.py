@@ -125,8 +125,10 @@ def prepare(
     sim: Simulation,
     request: LoadRequest,
     max_steps: int | None = DEFAULT_MAX_STEPS,
+    spawned: dict[str, SpawnRecord] | None = None,
 ) -> PreparedLoad:
     """Resolve every layout of an open file into a Plan; uses only ``sim``'s model facts.
+    ``spawned``: the file's spawned entities when the caller has read them already.
 
     Anything unexpected while reading (h5py raises many types for corrupt files) becomes a
     ``SnapshotError`` naming the layout and the original error.
@@ -165,7 +167,9 @@ def prepare(
                 f"no known snapshot layout in {f.filename} (found: {_top_level(f)})"
             )
         raise SnapshotError(f"no layout in {f.filename} fits this model: " + "; ".join(tried))
-    return PreparedLoad(str(f.filename), request.env_id, plans, tried, read_spawned(f))
+    if spawned is None:
+        spawned = read_spawned(f)
+    return PreparedLoad(str(f.filename), request.env_id, plans, tried, spawned)
 
 
 def apply_prepared(
@@ -261,20 +265,23 @@ def _verify(
 
 
 def _max_err(actual: np.ndarray, expected: dict[int, np.ndarray], adr: np.ndarray) -> float:
-    """Largest |actual - expected| over per-joint slices starting at ``adr[j]``."""
-    err = 0.0
+    """Largest |actual - expected| over per-joint slices starting at ``adr[j]`` (gathered into
+    one comparison: this runs under the simulation lock)."""
+    if not expected:
+        return 0.0
+    at: list[int] = []
     for j, v in expected.items():
         a = int(adr[j])
-        err = max(err, float(np.max(np.abs(actual[a : a + len(v)] - v), initial=0.0)))
-    return err
+        at += range(a, a + len(v))
+    values = np.concatenate(list(expected.values()))
+    return float(np.max(np.abs(actual[at] - values), initial=0.0))
 
 
 def _rows_err(actual: np.ndarray, expected: dict[int, np.ndarray]) -> float | None:
     """Largest |actual[b] - expected[b]| over the bodies given."""
     if not expected:
         return None
-    ids = list(expected)
-    return float(np.max(np.abs(actual[ids] - np.stack([expected[b] for b in ids]))))
+    return float(np.max(np.abs(actual[list(expected)] - np.array(list(expected.values())))))
 
 
 def _angle_err(actual: np.ndarray, expected: dict[int, np.ndarray]) -> float | None:
@@ -282,11 +289,13 @@ def _angle_err(actual: np.ndarray, expected: dict[int, np.ndarray]) -> float | N
     2 atan2(|v|, |w|) of the relative quaternion conj(a) * e, as mju_subQuat measures it."""
     if not expected:
         return None
-    ids = list(expected)
-    a, e = actual[ids], np.stack([expected[b] for b in ids])
-    w = np.sum(a * e, axis=1)
-    v = a[:, :1] * e[:, 1:] - e[:, :1] * a[:, 1:] - np.cross(a[:, 1:], e[:, 1:])
-    return float(np.max(2 * np.arctan2(np.linalg.norm(v, axis=1), np.abs(w))))
+    a, e = actual[list(expected)].T, np.array(list(expected.values())).T
+    w = a[0] * e[0] + a[1] * e[1] + a[2] * e[2] + a[3] * e[3]
+    # v = a_w e_xyz - e_w a_xyz - a_xyz x e_xyz, component by component
+    vx = a[0] * e[1] - e[0] * a[1] - (a[2] * e[3] - a[3] * e[2])
+    vy = a[0] * e[2] - e[0] * a[2] - (a[3] * e[1] - a[1] * e[3])
+    vz = a[0] * e[3] - e[0] * a[3] - (a[1] * e[2] - a[2] * e[1])
+    return float(np.max(2 * np.arctan2(np.sqrt(vx * vx + vy * vy + vz * vz), np.abs(w))))
 
 
 def check_tolerance(tolerance: float) -> float:

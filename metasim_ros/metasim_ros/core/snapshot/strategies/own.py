@@ -32,7 +32,7 @@ from metasim_ros.core.snapshot.io import (
     attr,
     attr_int,
     attr_text,
-    dataset,
+    dataset_id,
     decode_key,
     read_row,
     read_text,
@@ -50,26 +50,26 @@ from metasim_ros.core.snapshot.strategies.assign import (
 )
 
 
-def _own_root(f: h5py.File) -> bool:
-    """True for files written by this format; a newer version is a mismatch, not a guess."""
+def _own_version(f: h5py.File) -> int:
+    """The format version of a file written by this format (at least 1: version 1 files may
+    not say), 0 for other files; a newer version is a mismatch, not a guess."""
     if attr_text(f, "format") != FORMAT_NAME:
-        return False
-    version = attr_int(f, "version", 0)
+        return 0
+    version = attr_int(f, "version", 1)
     if version > FORMAT_VERSION:
         raise LayoutMismatchError(
             f"format version {version} is newer than this reader ({FORMAT_VERSION})"
         )
-    return True
-
-
-def _version(f: h5py.File) -> int:
-    return attr_int(f, "version", 1)
+    return max(version, 1)
 
 
 def env_group(f: h5py.File, env_id: int) -> h5py.Group | None:
     """The file's group for ``env_id``; a file holding a single env serves every env."""
-    envs = f.get("envs")
-    if not isinstance(envs, h5py.Group):
+    try:
+        envs = subgroup(f, "envs")
+    except LayoutMismatchError:  # not a group: not this layout
+        return None
+    if envs is None:
         return None
     if f"env_{env_id}" in envs:
         return subgroup(envs, f"env_{env_id}")
@@ -106,7 +106,7 @@ class IntegrationStateStrategy:
 
     def describe(self, f: h5py.File) -> dict[str, Any] | None:
         """Env count and the own format's root attributes, None for other files."""
-        if not _own_root(f):
+        if not _own_version(f):
             return None
         envs = f.get("envs")
         keys = (
@@ -127,11 +127,11 @@ class IntegrationStateStrategy:
 
     def plan(self, f: h5py.File, sim: Simulation, request: LoadRequest) -> Plan | None:
         """mj_setState of the saved vector (plus robot targets); needs the same model signature."""
-        if not _own_root(f):
+        version = _own_version(f)
+        if not version:
             return None
-        version = _version(f)
         eg = env_group(f, request.env_id)
-        ds = None if eg is None else dataset(eg, "integration_state")
+        ds = None if eg is None else dataset_id(eg, "integration_state")
         if ds is None:
             return None
         model = sim.model
@@ -172,7 +172,7 @@ class IntegrationStateStrategy:
             # when applied wrenches end (optional: files without it have none that end)
             wrench = (
                 None
-                if dataset(eg, "wrench_remaining") is None
+                if dataset_id(eg, "wrench_remaining") is None
                 else end_times(
                     _step_dataset(eg, "wrench_remaining", count, index, (model.nbody,)), row[0]
                 )
@@ -205,12 +205,10 @@ def _step_dataset(
     group: h5py.Group, name: str, count: int, index: int, shape: tuple[int, ...]
 ) -> np.ndarray:
     """Row ``index`` of a version-2 per-step dataset that must hold ``count`` rows."""
-    ds = dataset(group, name)
+    ds = dataset_id(group, name)
     if ds is None:
         raise LayoutMismatchError(f"{group.name} has no {name}")
-    if row_count(ds, len(shape)) != count:
-        raise LayoutMismatchError(f"{ds.name} does not hold {count} states")
-    return read_row(ds, index, shape)
+    return read_row(ds, index, shape, count)
 
 
 class MetaSimTreeStrategy:
@@ -227,7 +225,7 @@ class MetaSimTreeStrategy:
         envs = f.get("envs")
         if not isinstance(envs, h5py.Group):
             return None
-        if _own_root(f) and _version(f) >= 2:
+        if _own_version(f) >= 2:
             structure = json.loads(read_text(subgroup(f, "model"), "structure"))
             models = [f"{m['kind']}s/{m['name']}" for m in structure["models"]]
             return {"envs": len(envs), "models": models}
@@ -255,7 +253,7 @@ class MetaSimTreeStrategy:
             return None
         tree = subgroup(eg, "state")
         if tree is None:
-            if _own_root(f) and _version(f) >= 2:
+            if _own_version(f) >= 2:
                 return _plan_from_tables(self.name, f, eg, sim, request.index)
             return None
         index = request.index
@@ -320,7 +318,7 @@ def _ints(values: Any, low: int, high: int) -> list[int]:
 def _plan_from_tables(name: str, f: h5py.File, eg: h5py.Group, sim: Simulation, index: int) -> Plan:
     """A version-2 state on another model: qpos/qvel and body rows through ``matching.match``."""
     tables = file_tables(f)
-    ds = dataset(eg, "integration_state")
+    ds = dataset_id(eg, "integration_state")
     if ds is None:
         raise LayoutMismatchError(f"{eg.name} has no integration_state")
     size = attr_int(f, "state_size", -1)
