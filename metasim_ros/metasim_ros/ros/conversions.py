@@ -193,27 +193,45 @@ def check_set_states_sizes(worlds: list[WorldState], num_envs: int, infos: dict)
         bound,
         f"model states (num_envs {num_envs} x {len(infos)} models in the scene)",
     )
+    names, values = limits.MAX_NAME_LENGTH, limits.MAX_JOINT_VALUES
     for w, world in enumerate(worlds):
         for i, ms in enumerate(world.model_states):
-            key = f"states[{w}].model_states[{i}]"
-            limits.check_name(f"{key}.name", ms.name)
-            limits.check_name(f"{key}.reference_frame", ms.reference_frame)
             info = infos.get(ms.name)
-            if info is None:  # refused by name when parsed
-                continue
-            what = f"joint states (model {ms.name} has {len(info.joints)} joints)"
-            limits.check_length(f"{key}.joint_states", ms.joint_states, len(info.joints), what)
-            what = f"link states (model {ms.name} has {len(info.bodies)} bodies)"
-            limits.check_length(f"{key}.link_states", ms.link_states, len(info.bodies), what)
-            for j, js in enumerate(ms.joint_states):
-                limits.check_name(f"{key}.joint_states[{j}].name", js.name)
-                for field in _ARRAY_FIELDS:
-                    limits.check_length(
-                        f"{key}.joint_states[{j}].{field}",
-                        getattr(js, field),
-                        limits.MAX_JOINT_VALUES,
-                        "values for one joint",
+            if (
+                len(ms.name) <= names
+                and len(ms.reference_frame) <= names
+                and (
+                    info is None  # refused by name when parsed
+                    or len(ms.joint_states) <= len(info.joints)
+                    and len(ms.link_states) <= len(info.bodies)
+                    and all(
+                        len(js.name) <= names
+                        and all(len(getattr(js, f)) <= values for f in _ARRAY_FIELDS)
+                        for js in ms.joint_states
                     )
+                )
+            ):
+                continue  # the common case: no message text is built
+            _refuse_model_state(f"states[{w}].model_states[{i}]", ms, info)
+
+
+def _refuse_model_state(key: str, ms: ModelState, info) -> None:
+    """Raise the size error of a model state that is over a limit, naming what is."""
+    limits.check_name(f"{key}.name", ms.name)
+    limits.check_name(f"{key}.reference_frame", ms.reference_frame)
+    what = f"joint states (model {ms.name} has {len(info.joints)} joints)"
+    limits.check_length(f"{key}.joint_states", ms.joint_states, len(info.joints), what)
+    what = f"link states (model {ms.name} has {len(info.bodies)} bodies)"
+    limits.check_length(f"{key}.link_states", ms.link_states, len(info.bodies), what)
+    for j, js in enumerate(ms.joint_states):
+        limits.check_name(f"{key}.joint_states[{j}].name", js.name)
+        for field in _ARRAY_FIELDS:
+            limits.check_length(
+                f"{key}.joint_states[{j}].{field}",
+                getattr(js, field),
+                limits.MAX_JOINT_VALUES,
+                "values for one joint",
+            )
 
 
 def world_to_states(handler, worlds: list[WorldState]) -> tuple[list[dict], list[int]]:
