@@ -12,7 +12,6 @@ Run with `make bench` (or inside `. tools/env.sh`): python bench/bench_hostile.p
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -21,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import numpy as np  # noqa: E402
 import psutil  # noqa: E402
 import rclpy  # noqa: E402
-from bench_node import Probe, start_node, stop_node  # noqa: E402  (sets the ROS domain)
+from bench_node import Probe, start_echo, start_node, stop_all  # noqa: E402  (sets the ROS domain)
 from metasim_msgs.msg import ModelState, WorldState  # noqa: E402
 from metasim_msgs.srv import GetStates, SetStates  # noqa: E402
 
@@ -50,10 +49,7 @@ def main(models: int) -> None:
     echo = None
     try:
         probe.wait_service(probe.node.create_client(GetStates, "/sim_node/get_states"))
-        echo = subprocess.Popen(
-            [sys.executable, str(Path(__file__).with_name("echo_server.py"))],
-            start_new_session=True,
-        )
+        echo = start_echo()
         ours = probe.node.create_client(SetStates, "/sim_node/set_states")
         bare = probe.node.create_client(SetStates, "/echo/set_states")
         probe.wait_service(ours)
@@ -79,10 +75,7 @@ def main(models: int) -> None:
             f"(target: < 10 MB from the second on)"
         )
     finally:
-        if echo is not None:
-            stop_node(echo)
-        stop_node(node)
-        rclpy.try_shutdown()
+        stop_all(echo, node)
 
 
 if __name__ == "__main__":

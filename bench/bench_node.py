@@ -76,6 +76,22 @@ def stop_node(p: subprocess.Popen) -> None:
         p.wait()
 
 
+def start_echo() -> subprocess.Popen:
+    """The bare rclpy baseline beside a running sim_node (echo_server.py: its replies)."""
+    return subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("echo_server.py"))],
+        start_new_session=True,
+    )
+
+
+def stop_all(*procs: subprocess.Popen | None) -> None:
+    """Stop every process that was started (None: it never was), then rclpy."""
+    for p in procs:
+        if p is not None:
+            stop_node(p)
+    rclpy.try_shutdown()
+
+
 class Probe:
     def __init__(self) -> None:
         self.node = Node("bench_probe")

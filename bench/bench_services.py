@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import random
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -27,7 +26,7 @@ from metasim_msgs.srv import GetStates, SetStates  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_node import Probe, start_node, stop_node  # noqa: E402
+from bench_node import Probe, start_echo, start_node, stop_all  # noqa: E402
 
 CALLS = 300
 
@@ -40,10 +39,7 @@ def main(rtf: float) -> None:
     try:
         get = probe.node.create_client(GetStates, "/sim_node/get_states")
         probe.wait_service(get)
-        echo = subprocess.Popen(
-            [sys.executable, str(Path(__file__).with_name("echo_server.py"))],
-            start_new_session=True,
-        )
+        echo = start_echo()
         state = probe.call(get, GetStates.Request()).states
         pairs = {
             name: (
@@ -76,10 +72,7 @@ def main(rtf: float) -> None:
                 f"p99 {p['ours'][1]:.2f} vs {p['bare'][1]:.2f} ms"
             )
     finally:
-        if echo is not None:
-            stop_node(echo)
-        stop_node(node)
-        rclpy.try_shutdown()
+        stop_all(echo, node)
 
 
 if __name__ == "__main__":

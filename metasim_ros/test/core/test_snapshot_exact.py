@@ -15,6 +15,7 @@ from test_snapshot_support import (
     fingerprint,
     forwarded,
     moving_handler,
+    recorded,
     reordered_xml,
     write_initial_state_data,
 )
@@ -84,11 +85,8 @@ def test_qpos_qvel_only_restore_diverges_measurably(saved):
 
 def test_trajectory_index_selects_step(tmp_path):
     h = moving_handler(steps=20)
-    rows = []
-    for _ in range(30):
-        rows.append(capture_state(h))
-        h.step()
-    path = save_snapshot(h, tmp_path / "traj.h5", trajectory=np.stack(rows))
+    rows = recorded(h, 30)
+    path = save_snapshot(h, tmp_path / "traj.h5", trajectory=rows)
     with h5py.File(path) as f:
         ds = f["envs/env_0/integration_state"]
         assert ds.shape == (30, rows[0].size) and ds.chunks is not None

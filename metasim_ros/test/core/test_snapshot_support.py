@@ -54,6 +54,15 @@ def moving_handler(steps: int = 150, scene: str | None = None) -> MujocoHandler:
     return h
 
 
+def recorded(h: MujocoHandler, steps: int) -> np.ndarray:
+    """The integration states of ``steps`` consecutive steps of env 0 (a trajectory to save)."""
+    rows = []
+    for _ in range(steps):
+        rows.append(capture_state(h))
+        h.step()
+    return np.stack(rows)
+
+
 def fingerprint(h: MujocoHandler, env_id: int = 0) -> bytes:
     """Integration state plus derived poses: equal bytes == bitwise unchanged simulation."""
     d = h.synced_data(env_id)

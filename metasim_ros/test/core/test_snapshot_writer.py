@@ -14,7 +14,7 @@ import numpy as np
 
 from metasim_ros.core import MujocoHandler
 from metasim_ros.core.snapshot import capture_state, load_snapshot, save_snapshot
-from test_snapshot_support import moving_handler
+from test_snapshot_support import moving_handler, recorded
 
 
 def _mujoco_body_pose(model: mujoco.MjModel, row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -28,11 +28,7 @@ def _mujoco_body_pose(model: mujoco.MjModel, row: np.ndarray) -> tuple[np.ndarra
 def test_trajectory_reads_back_through_plain_hdf5(tmp_path):
     """1000 steps span several chunks of each dataset, the last one partial."""
     h = moving_handler(steps=20)
-    rows = []
-    for _ in range(1000):
-        rows.append(capture_state(h))
-        h.step()
-    rows = np.stack(rows)
+    rows = recorded(h, 1000)
     path = save_snapshot(h, tmp_path / "traj.h5", trajectory=rows)
     with h5py.File(path, "r") as f:
         ds, body = f["envs/env_0/integration_state"], f["envs/env_0/body"]
