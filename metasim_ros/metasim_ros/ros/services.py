@@ -42,7 +42,7 @@ from metasim_ros.core.state import limits
 from metasim_ros.core.text import bounded, log_block
 from metasim_ros.ros.conversions import WorldStateFiller, world_to_states
 from metasim_ros.ros.parameters import SimParameters
-from metasim_ros.ros.streams import read_world
+from metasim_ros.ros.streams import read_remaining, read_worlds
 
 
 def _bound(response: Any, field: str) -> Any:
@@ -162,14 +162,18 @@ class SimServices:
 
     @replying
     def get_states(self, request: GetStates.Request, response: GetStates.Response):
-        """~/get_states: every env's WorldState (copied under the lock, filled after)."""
-        with self._sim.locked() as h:
-            readings = [read_world(h, e) for e in range(h.num_envs)]
-            version = h.model_version
-            replies = self._replies
-            if replies.filler is None or replies.version != version:
-                replies.filler, replies.version = WorldStateFiller(h), version  # this layout
-                replies.get_states.states = []
+        """~/get_states: every env's WorldState (copied under the lock, a few envs per
+        hold, filled after)."""
+        replies = self._replies
+        while True:
+            with self._sim.locked() as h:
+                readings = read_worlds(h)
+                version, total = h.model_version, h.num_envs
+                if replies.filler is None or replies.version != version:
+                    replies.filler, replies.version = WorldStateFiller(h), version  # this layout
+                    replies.get_states.states = []
+            if read_remaining(self._sim, version, total, readings):
+                break
         if not replies.get_states.states:
             replies.get_states.states = [replies.filler.fill(e, *r) for e, r in enumerate(readings)]
         else:  # the reply's messages are the filler's: refilled in place

@@ -67,6 +67,29 @@ def read_world(h: MujocoHandler, env_id: int) -> tuple:
     )
 
 
+#: Environments read per hold of the simulation (50-100 us each for the default scene, a
+#: stepped env being synced first): a reading of many environments lets waiting callers in
+#: between its holds.
+ENVS_PER_HOLD = 4
+
+
+def read_worlds(h: MujocoHandler, start: int = 0) -> list[tuple]:
+    """read_world of up to ENVS_PER_HOLD envs from `start`; call with the simulation held."""
+    return [read_world(h, e) for e in range(start, min(h.num_envs, start + ENVS_PER_HOLD))]
+
+
+def read_remaining(sim: SimulationAccess, version: int, total: int, readings: list) -> bool:
+    """Extend `readings` (envs 0..k-1, read under model `version`) to all `total` envs,
+    ENVS_PER_HOLD per hold of the simulation. False if the model changed meanwhile: the
+    readings would mix two layouts."""
+    while len(readings) < total:
+        with sim.locked() as h:
+            if h.model_version != version:
+                return False
+            readings += read_worlds(h, len(readings))
+    return True
+
+
 class _Layout:
     """Everything the topics derive from one model: preallocated messages and the frame
     tree. Built while holding the simulation, for the model version it records."""
@@ -105,7 +128,10 @@ class Streams:
             clock_msg.clock = stamp(sim_time)
             clock_pub.publish(clock_msg)
 
-        def publish_world(readings: list) -> None:
+        def publish_world(first: tuple[int, int, list]) -> None:
+            version, total, readings = first  # the tick rebuilt the layout for `version`
+            if not read_remaining(sim, version, total, readings):
+                return  # the model changed: the next tick rebuilds the layout and reads again
             for env_id, reading in enumerate(readings):
                 world_pub.publish(self._layout.world.fill(env_id, *reading))
 
@@ -120,7 +146,7 @@ class Streams:
             ),
             "world_state_rate": _Stream(
                 _period(params.world_state_rate),
-                lambda h: [read_world(h, e) for e in range(h.num_envs)],
+                lambda h: (h.model_version, h.num_envs, read_worlds(h)),
                 publish_world,
             ),
             "tf_rate": _Stream(
