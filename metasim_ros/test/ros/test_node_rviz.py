@@ -232,12 +232,15 @@ def test_every_geom_marker_sits_where_mujoco_has_the_geom(start_node, client, sc
 
 
 def count_for_a_while(client, msg_type, topic: str, clocks: int = 40) -> int:
-    """Subscribe late (latched QoS) and count messages while the node publishes
-    `clocks` /clock messages."""
+    """Subscribe late (latched QoS), wait for the first message (a large latched message
+    may take a while to reach a new subscriber), then count messages while the node
+    publishes `clocks` more /clock messages."""
     got, ticks = [], []
     sub = client.node.create_subscription(msg_type, topic, got.append, LATCHED)
     clock = client.node.create_subscription(Clock, "/clock", ticks.append, 10)
     try:
+        client.spin_until(lambda: bool(got), 20.0, f"the latched message on {topic}")
+        ticks.clear()
         client.spin_until(lambda: len(ticks) >= clocks, 20.0, "/clock")
     finally:
         client.node.destroy_subscription(sub)

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
+from metasim_ros.core.errors import IncorrectStateError, RequestError
 from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.sim.physics_loop import PhysicsLoop
 from metasim_ros.core.text import shown
@@ -161,11 +162,18 @@ class SimulationAccess:
         self._halted = False
         self.changed()
 
-    def step(self, n: int) -> tuple[int, float]:
+    def step(self, n: int, limit: int | None = None) -> tuple[int, float]:
         """Advance n steps in slices (the loop keeps out); return (steps taken, sim time).
+        Only while paused, and (given a `limit`, the step_limit parameter) n <= limit.
 
         Ends early, between two slices, when a newer step request arrives or `pause` is
         called; the steps taken up to then are reported exactly."""
+        if not self.loop.paused:
+            raise IncorrectStateError(
+                "the simulation is running (playing); pause it before stepping"
+            )
+        if limit is not None and n > limit:
+            raise RequestError(f"steps={n} is more than step_limit={limit} (a parameter)")
         ticket = self._cancel_step()
         with self._stepping:  # a step this one replaced ends within one slice
 

@@ -386,11 +386,7 @@ class Simulator:
     def step(self, n: int, *, limit: bool = True) -> float:
         """n steps while paused (stopped counts as paused); returns the new sim time."""
         self._require_world()
-        if not self._sim.paused:
-            raise IncorrectStateError("the simulation is playing; pause it before stepping")
-        if limit and n > self._step_limit():
-            raise RequestError(f"steps={n} is more than step_limit={self._step_limit()}")
-        done, now = self._sim.step(n)
+        done, now = self._sim.step(n, self._step_limit() if limit else None)
         if done < n:
             raise IncorrectStateError(
                 f"stepping ended after {done} of {n} steps (a pause or a newer step request)"
