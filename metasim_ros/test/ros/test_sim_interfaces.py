@@ -153,6 +153,18 @@ def truth_qpos(truth: Truth, names: dict) -> dict[str, list[float]]:
     return out
 
 
+def assert_plain_steps(client, n: int) -> Truth:
+    """The node's joint positions equal n plain mj_steps of the scene from its initial
+    state, bit for bit; returns that truth."""
+    truth = Truth(default_scene_path())
+    for _ in range(n):
+        mujoco.mj_step(truth.model, truth.data)
+    truth.forward()
+    got = qpos_of(client)
+    assert got == truth_qpos(truth, got)
+    return truth
+
+
 def test_features_are_exactly_the_tested_ones(node, client):
     r = client.call(
         ss.GetSimulatorFeatures, NS + "get_simulator_features", ss.GetSimulatorFeatures.Request()
@@ -177,12 +189,7 @@ def test_run_states_and_steps_are_mujoco_steps(node, client):
     ok(step(client, 1))
     assert state(client) == sm.SimulationState.STATE_PAUSED
     ok(step(client, 299))
-    truth = Truth(default_scene_path())
-    for _ in range(300):
-        mujoco.mj_step(truth.model, truth.data)
-    truth.forward()
-    got = qpos_of(client)
-    assert got == truth_qpos(truth, got)  # bit for bit
+    truth = assert_plain_steps(client, 300)  # bit for bit
     s = entity_state(client, "cube")
     assert s.header.frame_id == "world"
     assert s.header.stamp.nanosec == round(truth.data.time * 1e9) % 10**9
@@ -208,12 +215,7 @@ def test_simulate_steps_action_feedback_result_and_cancel(node, client):
         done = [f.completed_steps for f in feedback]
         assert done == sorted(done) and all(c % 20 == 0 or c == 250 for c in done)
         assert all(f.completed_steps + f.remaining_steps == 250 for f in feedback)
-        truth = Truth(default_scene_path())
-        for _ in range(250):
-            mujoco.mj_step(truth.model, truth.data)
-        truth.forward()
-        got = qpos_of(client)
-        assert got == truth_qpos(truth, got)
+        assert_plain_steps(client, 250)
         # cancel a long goal after its first feedback: fewer steps than asked, all whole
         first = []
         goal = action.send_goal_async(
@@ -556,12 +558,7 @@ def test_far_spawn_leaves_the_rest_bit_identical_and_reset_scopes(node, client):
     ok(step(client, 200))
     ok(call(client, ss.DeleteEntity, "delete_entity", entity="far"))
     ok(step(client, 100))
-    truth = Truth(default_scene_path())
-    for _ in range(400):
-        mujoco.mj_step(truth.model, truth.data)
-    truth.forward()
-    got = qpos_of(client)
-    assert got == truth_qpos(truth, got)  # spawn and delete changed nothing else
+    assert_plain_steps(client, 400)  # spawn and delete changed nothing else
     # reset scopes: TIME keeps the state, STATE keeps the time, SPAWNED removes spawned only
     ok(spawn(client, "far", (5.0, 5.0, 0.06)))
     ok(step(client, 50))
