@@ -54,11 +54,19 @@ class ContactTopics:
 
     def publish(self, c: ContactReadings) -> None:
         """Fill and publish from one reading (no lock needed)."""
+        want_contacts = self._pub.get_subscription_count() > 0
+        want_markers = self._marker_pub.get_subscription_count() > 0
+        self._msg.header.stamp = stamp(c.time)
+        if want_contacts:
+            self._pub.publish(self._fill(c))
+        if want_markers:
+            self._marker_pub.publish(self._arrows(c))
+
+    def _fill(self, c: ContactReadings) -> Contacts:
+        """The Contacts message of a reading (pooled Contact messages, refilled)."""
         n = len(c)
         while len(self._pool) < n:
             self._pool.append(Contact())
-        now = stamp(c.time)
-        self._msg.header.stamp = now
         for i, msg in enumerate(self._pool[:n]):
             g1, g2 = int(c.geom[i, 0]), int(c.geom[i, 1])
             msg.geom1, msg.geom2 = self._geoms[g1], self._geoms[g2]
@@ -70,10 +78,7 @@ class ContactTopics:
             fill_wrench(msg.wrench_contact, c.force[i])
             fill_wrench(msg.wrench_world, c.world[i])
         self._msg.contacts = self._pool[:n]
-        if self._pub.get_subscription_count() > 0:
-            self._pub.publish(self._msg)
-        if self._marker_pub.get_subscription_count() > 0:
-            self._marker_pub.publish(self._arrows(c))
+        return self._msg
 
     def _arrows(self, c: ContactReadings) -> MarkerArray:
         """One arrow per contact from its position along the force on geom2."""

@@ -307,10 +307,17 @@ def world_to_states(handler, worlds: list[WorldState]) -> tuple[list[dict], list
 def check_joint_message_sizes(msg: JointState, joints: int, key: str, whose: str) -> None:
     """Refuse a sensor_msgs/JointState with more names or values than there are joints
     (`whose`: "the robots have", "the scene has"), or a name over the limit."""
+    what = f"entries ({whose} {joints} joints)"
     for field in ("name", "position", "velocity", "effort"):
-        what = f"entries ({whose} {joints} joints)"
         limits.check_length(f"{key}.{field}", getattr(msg, field), joints, what)
     limits.check_names(f"{key}.name", msg.name)
+
+
+def check_unique_names(names: list[str], key: str) -> None:
+    """Refuse a joint named twice in one message."""
+    if len(set(names)) != len(names):
+        twice = sorted({n for n in names if names.count(n) > 1})
+        raise StateValidationError(f"{key}.{twice[0]}", "joint given twice")
 
 
 def targets_from_joint_state(msg: JointState, robots_by_joint: dict[str, str]) -> dict:
@@ -323,9 +330,7 @@ def targets_from_joint_state(msg: JointState, robots_by_joint: dict[str, str]) -
             f"{len(msg.position)} positions and {len(msg.velocity)} velocities",
         )
     robots: dict = {}
-    if len(set(msg.name)) != len(msg.name):
-        twice = sorted({n for n in msg.name if msg.name.count(n) > 1})
-        raise StateValidationError(f"joint_targets.{twice[0]}", "joint given twice")
+    check_unique_names(msg.name, "joint_targets")
     for i, name in enumerate(msg.name):
         if name not in robots_by_joint:
             raise StateValidationError(f"joint_targets.{name}", "unknown robot joint")

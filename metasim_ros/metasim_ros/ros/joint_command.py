@@ -19,7 +19,7 @@ from sensor_msgs.msg import JointState
 from metasim_ros.core.errors import RequestError, StateValidationError
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.state.commands import JointCommand
-from metasim_ros.ros.conversions import check_joint_message_sizes
+from metasim_ros.ros.conversions import check_joint_message_sizes, check_unique_names
 from metasim_ros.ros.log_limit import LogLimit
 
 
@@ -35,9 +35,7 @@ def commands_from_joint_state(msg: JointState, joints: int) -> dict[str, JointCo
             f"{n} names but {len(msg.position)} positions, {len(msg.velocity)} velocities "
             f"and {len(msg.effort)} efforts (each must be empty or one per name)",
         )
-    if len(set(msg.name)) != n:
-        twice = sorted({x for x in msg.name if msg.name.count(x) > 1})
-        raise StateValidationError(f"joint_command.{twice[0]}", "joint given twice")
+    check_unique_names(msg.name, "joint_command")
 
     def value(f, i: int) -> float | None:
         return None if len(f) == 0 or math.isnan(f[i]) else float(f[i])

@@ -151,39 +151,46 @@ def _vec(v: Vector3) -> list[float]:
     return [v.x, v.y, v.z]
 
 
+#: Bounds.type <-> the core's region kinds.
+BOUNDS_KIND = {
+    sm.Bounds.TYPE_BOX: "box",
+    sm.Bounds.TYPE_SPHERE: "sphere",
+    sm.Bounds.TYPE_CONVEX_HULL: "convex_hull",
+}
+BOUNDS_TYPE = {kind: code for code, kind in BOUNDS_KIND.items()}
+
+
+def _category(value: int) -> str:
+    """The core category of an EntityCategory value; refused if it is none."""
+    if value not in CATEGORY:
+        raise RequestError(f"category {value} is not an EntityCategory value")
+    return CATEGORY[value]
+
+
 def _bounds_msg(region: tuple[str, list] | None) -> sm.Bounds:
     if region is None:
         return sm.Bounds(type=sm.Bounds.TYPE_EMPTY)
     kind, points = region
-    code = {
-        "box": sm.Bounds.TYPE_BOX,
-        "sphere": sm.Bounds.TYPE_SPHERE,
-        "convex_hull": sm.Bounds.TYPE_CONVEX_HULL,
-    }[kind]
     return sm.Bounds(
-        type=code, points=[Vector3(x=float(p[0]), y=float(p[1]), z=float(p[2])) for p in points]
+        type=BOUNDS_TYPE[kind],
+        points=[Vector3(x=float(p[0]), y=float(p[1]), z=float(p[2])) for p in points],
     )
 
 
 def _region(b: sm.Bounds) -> tuple[str, list] | None:
     """A filter region from a Bounds message (world frame); None for TYPE_EMPTY."""
-    kinds = {
-        sm.Bounds.TYPE_BOX: "box",
-        sm.Bounds.TYPE_SPHERE: "sphere",
-        sm.Bounds.TYPE_CONVEX_HULL: "convex_hull",
-    }
     if b.type == sm.Bounds.TYPE_EMPTY:
         return None
-    if b.type not in kinds:
+    if b.type not in BOUNDS_KIND:
         raise RequestError(f"bounds type {b.type} is not a Bounds type")
     points = [_vec(p) for p in b.points]
     if not all(math.isfinite(v) for p in points for v in p):
         raise RequestError("bounds points must be finite")
     if b.type in (sm.Bounds.TYPE_BOX, sm.Bounds.TYPE_SPHERE) and len(points) != 2:
-        raise RequestError(f"bounds of type {kinds[b.type]} need 2 points, got {len(points)}")
+        raise RequestError(f"bounds of type {BOUNDS_KIND[b.type]} need 2 points, got {len(points)}")
     if b.type == sm.Bounds.TYPE_SPHERE and points[1][0] < 0:
         raise RequestError("a sphere's radius (points[1].x) must be >= 0")
-    return kinds[b.type], points
+    return BOUNDS_KIND[b.type], points
 
 
 class SimInterfaces:
@@ -311,11 +318,7 @@ class SimInterfaces:
 
     # -- entities ----------------------------------------------------------------------
     def _filtered(self, filters: sm.EntityFilters) -> list[str]:
-        categories = []
-        for c in filters.categories:
-            if c.category not in CATEGORY:
-                raise RequestError(f"category {c.category} is not an EntityCategory value")
-            categories.append(CATEGORY[c.category])
+        categories = [_category(c.category) for c in filters.categories]
         return self.api.entities(
             filters.filter,
             categories,
@@ -342,11 +345,7 @@ class SimInterfaces:
     @answering()
     def set_entity_info(self, request, response):
         """SetEntityInfo: override category, description, tags."""
-        category = CATEGORY.get(request.info.category.category)
-        if category is None:
-            raise RequestError(
-                f"category {request.info.category.category} is not an EntityCategory value"
-            )
+        category = _category(request.info.category.category)
         self.api.set_entity_info(
             request.entity, EntityInfo(category, request.info.description, list(request.info.tags))
         )

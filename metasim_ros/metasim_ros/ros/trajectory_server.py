@@ -244,7 +244,11 @@ class TrajectoryServer:
 
     def _on_trajectory(self, msg: JointTrajectory) -> None:
         try:
-            check_trajectory_sizes(msg, self._max_joints, "joint_trajectory")
+            max_joints = self._max_joints
+            # parsed (sizes first) before the lock; no points = stop the running goal
+            goal = goal_from_trajectory(msg, max_joints, "joint_trajectory") if msg.points else None
+            if goal is None:
+                check_trajectory_sizes(msg, max_joints, "joint_trajectory")
             with self._sim.locked() as h:  # the robots of the current model
                 robots = {h.robot_of_joint.get(j) for j in msg.joint_names}
                 if None in robots or len(robots) != 1:
@@ -256,12 +260,12 @@ class TrajectoryServer:
                         else "joints of one robot only",
                     )
                 robot = robots.pop()
-                if not msg.points:  # stop: hold where it is
+                if goal is None:  # stop: hold where it is
                     running = h.trajectories.running.get(robot)
                     if running is not None:
                         running.finish(INVALID_GOAL, PREEMPTED)
                     return
-            self._start(robot, goal_from_trajectory(msg, self._max_joints, "joint_trajectory"))
+            self._start(robot, goal)
         except RequestError as exc:
             self._warn(
                 f"joint_trajectory {type(exc).__name__}", f"~/joint_trajectory ignored: {exc}"
