@@ -32,7 +32,11 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)  # released when fd is closed or the process dies
         # mkstemp creates 0600; keep the mode of the file being replaced, else a normal 0644.
-        os.fchmod(fd, target.stat().st_mode & 0o777 if target.exists() else 0o644)
+        try:
+            mode = target.stat().st_mode & 0o777
+        except FileNotFoundError:
+            mode = 0o644
+        os.fchmod(fd, mode)
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]

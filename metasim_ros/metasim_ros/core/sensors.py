@@ -180,12 +180,8 @@ class SensorReadings:
         """Values of the sensor called `name` (a view into this reading's copy)."""
         for s in self.table.sensors:
             if s.name == name:
-                return self.data[s.adr : s.adr + s.dim]
+                return self.values(s)
         raise KeyError(name)
-
-    def as_dict(self) -> dict[str, np.ndarray]:
-        """{sensor name: its values}, copies."""
-        return {s.name: v.copy() for s, v in self}
 
     def values(self, sensor: SensorInfo) -> np.ndarray:
         """Values of one sensor (a view into this reading's copy)."""
@@ -193,4 +189,4 @@ class SensorReadings:
 
     def __iter__(self) -> Iterator[tuple[SensorInfo, np.ndarray]]:
         for s in self.table.sensors:
-            yield s, self.data[s.adr : s.adr + s.dim]
+            yield s, self.values(s)

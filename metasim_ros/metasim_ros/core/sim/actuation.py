@@ -145,11 +145,9 @@ class Actuation:
         self._f = np.empty((1, model.nv))
         self._y = np.empty((1, model.nv))
         self._plans: dict[int, _Plan] = {}
-
-    @property
-    def split(self) -> bool:
-        """Stable PD needs the current state's mass matrix: step as mj_step1, law, mj_step2."""
-        return self.law == "stable_pd" and (len(self._motor_act) > 0 or self._t.balls.names)
+        self._stable_law = law == "stable_pd"
+        #: Stable PD needs the current state's mass matrix: step as mj_step1, law, mj_step2.
+        self.split = self._stable_law and bool(len(self._motor_act) > 0 or targets.balls.names)
 
     def busy(self, env: int) -> bool:
         """Whether anything must run before each step of `env` (cheap: called per batch)."""
@@ -164,7 +162,7 @@ class Actuation:
             data.ctrl[p.servo_act] = t.servo_ctrl(env, sv)
         if p.idle:
             return
-        stable, dt, n = self.law == "stable_pd", self.dt, p.cols.size
+        stable, dt, n = self._stable_law, self.dt, p.cols.size
         q, qd = data.qpos[p.q], data.qvel[p.dofs[:n]]
         pos_err, vel_err = p.pos_err, p.vel_err
         np.subtract(t.pos[env, p.cols], q + dt * qd if stable else q, out=pos_err[:n])

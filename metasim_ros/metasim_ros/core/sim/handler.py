@@ -633,7 +633,7 @@ class MujocoHandler:
         t = self._targets
         return (
             spare,
-            [a[env_id].copy() for a in (t.pos, t.vel, t.effort, t.mode, t.balls.pos, t.balls.vel)],
+            [a[env_id].copy() for a in t.per_env_arrays],
             self._stale[env_id],
             self._wrenches.get(env_id),
         )
@@ -642,7 +642,7 @@ class MujocoHandler:
         data, arrays, stale, wrench_until = backup
         mujoco.mj_copyData(self._datas[env_id], self._model, data)
         t = self._targets
-        for dest, saved in zip((t.pos, t.vel, t.effort, t.mode, t.balls.pos, t.balls.vel), arrays):
+        for dest, saved in zip(t.per_env_arrays, arrays):
             dest[env_id] = saved
         t.modes_changed(env_id)
         self._stale[env_id] = stale

@@ -56,15 +56,16 @@ def open_snapshot(path: str | os.PathLike[str], max_bytes: int | None = None) ->
             f"snapshot file {p} is {st.st_size} bytes, larger than the limit max_bytes={max_bytes}"
         )
     try:
+        return h5py.File(p, "r")  # a good file is opened once
+    except Exception as exc:  # noqa: BLE001 - a corrupt superblock or header surfaces as OSError, ValueError, ...
+        failure = exc
+    try:  # why it failed: no HDF5 signature at all, or a broken file
         is_hdf5 = h5py.is_hdf5(p)
     except OSError as exc:
         raise SnapshotError(f"cannot read snapshot file {p}: {os_problem(exc)}") from None
     if not is_hdf5:
         raise SnapshotError(f"not an HDF5 file: {p}")
-    try:
-        return h5py.File(p, "r")
-    except Exception as exc:  # noqa: BLE001 - a corrupt superblock or header surfaces as OSError, ValueError, ...
-        raise SnapshotError(f"corrupt or truncated HDF5 file {p}: {os_problem(exc)}") from None
+    raise SnapshotError(f"corrupt or truncated HDF5 file {p}: {os_problem(failure)}") from None
 
 
 def check_heaps(f: h5py.File) -> None:

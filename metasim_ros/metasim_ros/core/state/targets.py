@@ -166,6 +166,11 @@ class JointTargets:
         self.mode_version = [0] * num_envs
         self.modes_changed()
 
+    @property
+    def per_env_arrays(self) -> tuple[np.ndarray, ...]:
+        """Every array indexed by env first (what a backup of one env must copy)."""
+        return (self.pos, self.vel, self.effort, self.mode, self.balls.pos, self.balls.vel)
+
     def modes_changed(self, env: int | None = None) -> None:
         """Recompute `stepping` after `mode` was written (cheap to read per batch):
         motors outside effort mode need the PD law, servos in velocity mode a moving target."""
