@@ -76,10 +76,10 @@ def stop_node(p: subprocess.Popen) -> None:
         p.wait()
 
 
-def start_echo() -> subprocess.Popen:
+def start_echo(*args: str) -> subprocess.Popen:
     """The bare rclpy baseline beside a running sim_node (echo_server.py: its replies)."""
     return subprocess.Popen(
-        [sys.executable, str(Path(__file__).with_name("echo_server.py"))],
+        [sys.executable, str(Path(__file__).with_name("echo_server.py")), *args],
         start_new_session=True,
     )
 

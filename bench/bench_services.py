@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """Service round trips of sim_node against bare rclpy services, as ratios in one run.
 
-Each sim_node service is compared with a bare rclpy service of the same type that
-returns the same prebuilt reply (echo_server.py, same executor setup). Calls alternate
-between the two, so both see the same machine load. Targets (p50 ratio): get_states and
-set_states <= 1.5 x their echo, status <= 1.5 x the Trigger echo.
+Each sim_node service is compared with bare rclpy services of the same type that return
+the same prebuilt reply (echo_server.py): one with sim_node's executor setup ("echo",
+the target's baseline: what sim_node costs beyond it is its own work) and one spun by
+plain `rclpy.spin` ("plain"). Calls alternate between the three, so all see the same
+machine load. Targets (p50 ratio to echo): get_states, set_states and status <= 1.5.
 Run with `make bench` (or inside `. tools/env.sh`): python bench/bench_services.py [rtf]
 """
 
@@ -35,16 +36,16 @@ def main(rtf: float) -> None:
     rclpy.init()
     probe = Probe()
     node = start_node(real_time_factor=rtf)
-    echo = None
+    echo = plain = None
     try:
         get = probe.node.create_client(GetStates, "/sim_node/get_states")
         probe.wait_service(get)
-        echo = start_echo()
+        echo, plain = start_echo(), start_echo("--plain")
         state = probe.call(get, GetStates.Request()).states
-        pairs = {
+        servers = ("sim_node", "echo", "echo_plain")
+        calls = {
             name: (
-                probe.node.create_client(srv, f"/sim_node/{name}"),
-                probe.node.create_client(srv, f"/echo/{name}"),
+                {server: probe.node.create_client(srv, f"/{server}/{name}") for server in servers},
                 req,
             )
             for name, srv, req in (
@@ -53,26 +54,28 @@ def main(rtf: float) -> None:
                 ("status", Trigger, Trigger.Request()),
             )
         }
-        for ours, bare, _ in pairs.values():
-            probe.wait_service(ours)
-            probe.wait_service(bare)
+        for clients, _ in calls.values():
+            for client in clients.values():
+                probe.wait_service(client)
         print(f"service round trips, sim_node at real-time factor {rtf:g}, {CALLS} calls each:")
-        for name, (ours, bare, req) in pairs.items():
-            lat: dict[str, list[float]] = {"ours": [], "bare": []}
+        for name, (clients, req) in calls.items():
+            lat: dict[str, list[float]] = {server: [] for server in servers}
             for i in range(CALLS + 20):
-                for key, client in (("ours", ours), ("bare", bare)):
+                for server, client in clients.items():
                     t0 = time.perf_counter()
                     probe.call(client, req)
                     if i >= 20:  # warm-up
-                        lat[key].append(time.perf_counter() - t0)
+                        lat[server].append(time.perf_counter() - t0)
             p = {k: np.percentile(v, [50, 99]) * 1e3 for k, v in lat.items()}
+            ours, echo_p50, plain_p50 = p["sim_node"][0], p["echo"][0], p["echo_plain"][0]
             print(
-                f"  {name:10s} p50 {p['ours'][0]:.2f} ms vs bare {p['bare'][0]:.2f} ms: "
-                f"ratio {p['ours'][0] / p['bare'][0]:.2f} (target <= 1.5); "
-                f"p99 {p['ours'][1]:.2f} vs {p['bare'][1]:.2f} ms"
+                f"  {name:10s} p50 {ours:.2f} ms vs echo {echo_p50:.2f} ms: ratio "
+                f"{ours / echo_p50:.2f} (target <= 1.5); vs plain rclpy.spin {plain_p50:.2f} "
+                f"ms: {ours / plain_p50:.2f}; p99 {p['sim_node'][1]:.2f} vs echo "
+                f"{p['echo'][1]:.2f}, plain {p['echo_plain'][1]:.2f} ms"
             )
     finally:
-        stop_all(echo, node)
+        stop_all(plain, echo, node)
 
 
 if __name__ == "__main__":

@@ -9,10 +9,12 @@ a generic internal error. Either way the node keeps serving, and every reply and
 traceback is escaped and bounded (core.text). `guarded` is that wrapper for any response
 shape: `replying` fills success/message, simulation_interfaces' `answering` a Result.
 
-Callback groups follow what a service touches (`ServiceGroups`): reads run concurrently
-with each other and with one writer (each holds the simulation only to copy); writers
-are serialised; `~/step` and `~/pause` have their own group, so a new step or a pause
-can end a running step between two of its slices.
+~/get_states and ~/set_states, the round-trip-critical ones, are served by the node's
+FastServices (its own node on rclpy's EventsExecutor, one call at a time; each holds the
+simulation for at most a physics batch's time). The others are on sim_node, in callback
+groups by what they touch (`ServiceGroups`): status runs concurrently with anything;
+writers are serialised; `~/step` and `~/pause` have their own group, so a new step or a
+pause can end a running step between two of its slices.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from metasim_ros.core.snapshot import apply_load, capture_snapshot, prepare_load
 from metasim_ros.core.state import limits
 from metasim_ros.core.text import bounded, log_block
 from metasim_ros.ros.conversions import WorldStateFiller, world_to_states
+from metasim_ros.ros.fast_services import FastServices
 from metasim_ros.ros.parameters import SimParameters
 from metasim_ros.ros.streams import read_remaining, read_worlds
 
@@ -100,13 +103,13 @@ class ServiceGroups:
     """Callback groups by what the callbacks touch."""
 
     #: Most callbacks of these groups that can run at once (for the executor's threads):
-    #: two reads, one write, a running step and the pause or step that ends it.
+    #: two status calls, one write, a running step and the pause or step that ends it.
     CONCURRENT = 5
 
     def __init__(self) -> None:
-        #: get_states, status: concurrent with each other and with one writer.
+        #: status: concurrent with each other and with one writer.
         self.reads: CallbackGroup = ReentrantCallbackGroup()
-        #: set_states, snapshots, reset: one at a time.
+        #: snapshots, reset, wrenches, simulation_interfaces' changes: one at a time.
         self.writes: CallbackGroup = MutuallyExclusiveCallbackGroup()
         #: step and pause: a running step can be ended by a pause or a newer step.
         self.stepping: CallbackGroup = ReentrantCallbackGroup()
@@ -115,7 +118,8 @@ class ServiceGroups:
 class _Replies(threading.local):
     """Per executor thread: a GetStates reply built once and refilled. rclpy sends a
     reply in the thread that ran the callback, right after it returns, so the next
-    call on that thread cannot overwrite a reply still being sent."""
+    call on that thread cannot overwrite a reply still being sent (thread-local although
+    FastServices has one thread: nothing here depends on that)."""
 
     def __init__(self) -> None:
         self.filler: WorldStateFiller | None = None
@@ -126,14 +130,17 @@ class _Replies(threading.local):
 class SimServices:
     """The node's services, bound to the simulation and the parameters."""
 
-    def __init__(self, node: Node, sim: SimulationAccess, params: SimParameters) -> None:
+    def __init__(
+        self, node: Node, fast: FastServices, sim: SimulationAccess, params: SimParameters
+    ) -> None:
         self._sim = sim
         self._params = params
         self.log_error = node.get_logger().error
+        self._fast = fast
+        fast.create_service(SetStates, "~/set_states", self.set_states)
+        fast.create_service(GetStates, "~/get_states", self.get_states)
         self.groups = g = ServiceGroups()
         for srv_type, name, cb, group in (
-            (SetStates, "~/set_states", self.set_states, g.writes),
-            (GetStates, "~/get_states", self.get_states, g.reads),
             (LoadSnapshot, "~/load_snapshot", self.load_snapshot, g.writes),
             (SaveSnapshot, "~/save_snapshot", self.save_snapshot, g.writes),
             (Trigger, "~/reset", self.reset, g.writes),
@@ -238,8 +245,14 @@ class SimServices:
 
     @replying
     def status(self, request: Trigger.Request, response: Trigger.Response):
-        """~/status: health and run state, derived from the simulation."""
+        """~/status: health and run state, derived from the simulation and the thread
+        serving get/set_states."""
         response.success, response.message = self._sim.status()
+        if not self._fast.alive:
+            response.success = False
+            response.message = "STOPPED: ~/get_states and ~/set_states are not served; " + (
+                response.message
+            )
         return response
 
     @replying

@@ -36,6 +36,7 @@ from metasim_ros.ros import parameters
 from metasim_ros.ros.camera_streamer import CameraStreamer
 from metasim_ros.ros.contact_topics import ContactTopics
 from metasim_ros.ros.conversions import targets_from_joint_state
+from metasim_ros.ros.fast_services import FastServices
 from metasim_ros.ros.joint_command import JointCommandSubscriber
 from metasim_ros.ros.log_limit import LogLimit
 from metasim_ros.ros.rviz import RvizTopics
@@ -57,11 +58,13 @@ EXECUTOR_THREADS = ServiceGroups.CONCURRENT + 3
 
 class SimNode(Node):
     """One simulation. Physics and the periodic topics run in the physics thread;
-    services and subscriptions in the executor; camera rendering in its own thread.
+    services and subscriptions in the executor (get/set_states in FastServices' own
+    thread); camera rendering in its own thread.
     Every part reaches the simulation through one SimulationAccess."""
 
-    def __init__(self) -> None:
-        super().__init__("sim_node")
+    def __init__(self, **node_options: Any) -> None:
+        """node_options: rclpy Node's keyword arguments (context, parameter_overrides …)."""
+        super().__init__("sim_node", **node_options)
         self.params = p = parameters.declare(self)
         log = self.get_logger()
         #: warnings about outside input: one line per cause per LOG_PERIOD seconds
@@ -132,7 +135,8 @@ class SimNode(Node):
         self.trajectory_server = TrajectoryServer(
             self, self.sim, p.trajectory_action, self.warn_input
         )
-        self.sim_services = SimServices(self, self.sim, p)
+        self.fast_services = FastServices(self)  # get/set_states: see ros/fast_services.py
+        self.sim_services = SimServices(self, self.fast_services, self.sim, p)
         self.wrench_services = WrenchServices(self, self.sim, self.sim_services.groups.writes)
         self.cameras = CameraStreamer(self, self.sim, p)
         self.quit = threading.Event()  # SetSimulationState QUITTING: main() ends the node
@@ -175,6 +179,7 @@ class SimNode(Node):
     def start(self) -> None:
         """Start physics and cameras; say on the log what runs where."""
         self.sim.loop.start()
+        self.fast_services.start()
         self.cameras.start()
         h, p = self.sim.handler, self.params
         scene = p.scene or "the embedded default scene"
@@ -193,8 +198,10 @@ class SimNode(Node):
         )
 
     def shutdown(self) -> None:
-        """Stop cameras and physics (in that order: cameras read the simulation)."""
+        """Stop cameras, the fast services and physics (in that order: they read the
+        simulation)."""
         self.cameras.stop()
+        self.fast_services.stop()
         self.sim.loop.stop()
 
     # -- subscriptions ---------------------------------------------------------------

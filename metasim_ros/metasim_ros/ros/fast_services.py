@@ -1,0 +1,83 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
+"""The round-trip-critical services (get_states, set_states) on a node of their own,
+spun by rclpy's EventsExecutor in a thread of its own.
+
+rclpy's wait-set executors rebuild their wait set in Python at every wake-up, about
+three times per service call, at a cost that grows with the node's entities; sim_node
+has about 50 (its services, simulation_interfaces, parameters, actions). That work
+shares the GIL with the callback and made ~/get_states 1.5-1.7x a bare rclpy service.
+The C++ EventsExecutor dispatches without it. It runs one callback at a time and, in
+this rclpy, cannot resume coroutine callbacks, so only short synchronous callbacks
+belong here; anything that can take long stays on sim_node's MultiThreadedExecutor.
+
+The node is named `<sim_node's name>_states`, in sim_node's namespace; its service
+names are sim_node's (`~/get_states` resolves to /sim_node/get_states, remaps
+included), so clients never see the difference except in `ros2 node list`.
+"""
+
+from __future__ import annotations
+
+import threading
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from rclpy.experimental import EventsExecutor
+from rclpy.node import Node
+
+from metasim_ros.core.text import log_block
+
+
+class FastServices:
+    """A second node for short synchronous services, on an EventsExecutor."""
+
+    def __init__(self, owner: Node) -> None:
+        self._owner = owner
+        # no global arguments: a launch file's `-r __node:=name` must not rename it too
+        self.node = Node(
+            f"{owner.get_name()}_states",
+            namespace=owner.get_namespace(),
+            use_global_arguments=False,
+            start_parameter_services=False,
+            enable_rosout=False,
+        )
+        self._executor = EventsExecutor(context=owner.context)
+        self._executor.add_node(self.node)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._spin, name="fast_services", daemon=True)
+
+    def create_service(self, srv_type: Any, name: str, callback: Callable[[Any, Any], Any]) -> None:
+        """Serve `name` as resolved by the owner node (so `~/x` is the owner's)."""
+        self.node.create_service(srv_type, self._owner.resolve_service_name(name), callback)
+
+    def start(self) -> None:
+        """Serve from now on (after the node that owns the simulation started it)."""
+        self._thread.start()
+
+    @property
+    def alive(self) -> bool:
+        """Serving: started and not stopped, and its thread is running."""
+        return self._thread.is_alive() and not self._stop.is_set()
+
+    def _spin(self) -> None:
+        # EventsExecutor.shutdown() from another thread hangs while spin() runs, so spin
+        # in short waits and stop between them
+        while not self._stop.is_set():
+            try:
+                self._executor.spin_once(timeout_sec=0.1)
+            except Exception:  # a callback's bug: report it, keep serving
+                self._owner.get_logger().error(
+                    log_block(f"callback failed:\n{traceback.format_exc()}")
+                )
+
+    def stop(self) -> None:
+        """Stop spinning (a running callback finishes first) and destroy the node; once."""
+        if self._stop.is_set():
+            return
+        self._stop.set()
+        self._executor.wake()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5.0)
+        self._executor.shutdown()
+        self.node.destroy_node()
