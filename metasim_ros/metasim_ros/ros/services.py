@@ -36,6 +36,7 @@ from rclpy.node import Node
 from std_srvs.srv import SetBool, Trigger
 
 from metasim_ros.core.errors import RequestError
+from metasim_ros.core.gaps import GapRecord
 from metasim_ros.core.paths import folders_made, resolve_inside
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.sim.handler import MujocoHandler
@@ -131,10 +132,16 @@ class SimServices:
     """The node's services, bound to the simulation and the parameters."""
 
     def __init__(
-        self, node: Node, fast: FastServices, sim: SimulationAccess, params: SimParameters
+        self,
+        node: Node,
+        fast: FastServices,
+        sim: SimulationAccess,
+        params: SimParameters,
+        clock_gaps: GapRecord,
     ) -> None:
         self._sim = sim
         self._params = params
+        self._clock_gaps = clock_gaps
         self.log_error = node.get_logger().error
         self._fast = fast
         fast.create_service(SetStates, "~/set_states", self.set_states)
@@ -245,9 +252,15 @@ class SimServices:
 
     @replying
     def status(self, request: Trigger.Request, response: Trigger.Response):
-        """~/status: health and run state, derived from the simulation and the thread
-        serving get/set_states."""
+        """~/status: health and run state, derived from the simulation, the /clock
+        publishes and the thread serving get/set_states."""
         response.success, response.message = self._sim.status()
+        gap = self._clock_gaps.longest()
+        if gap is not None:
+            response.message += (
+                f"; longest /clock gap over the last {self._clock_gaps.window:g} s: "
+                f"{gap * 1e3:.1f} ms (clock_rate {self._params.clock_rate:g} Hz)"
+            )
         if not self._fast.alive:
             response.success = False
             response.message = "STOPPED: ~/get_states and ~/set_states are not served; " + (

@@ -136,7 +136,9 @@ class SimNode(Node):
             self, self.sim, p.trajectory_action, self.warn_input
         )
         self.fast_services = FastServices(self)  # get/set_states: see ros/fast_services.py
-        self.sim_services = SimServices(self, self.fast_services, self.sim, p)
+        self.sim_services = SimServices(
+            self, self.fast_services, self.sim, p, self.streams.clock_gaps
+        )
         self.wrench_services = WrenchServices(self, self.sim, self.sim_services.groups.writes)
         self.cameras = CameraStreamer(self, self.sim, p)
         self.quit = threading.Event()  # SetSimulationState QUITTING: main() ends the node

@@ -28,6 +28,7 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from tf2_msgs.msg import TFMessage
 
+from metasim_ros.core.gaps import GapRecord
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.state.frames import FrameTree
@@ -124,9 +125,13 @@ class Streams:
             self._layout = _Layout(h, self._prefix)
         self._static_pub.publish(self._layout.static_tf)
 
+        #: when /clock was published: ~/status reports the longest gap (core/gaps.py)
+        self.clock_gaps = GapRecord()
+
         def publish_clock(sim_time: float) -> None:
             clock_msg.clock = stamp(sim_time)
             clock_pub.publish(clock_msg)
+            self.clock_gaps.mark()
 
         def publish_world(first: tuple[int, int, list]) -> None:
             version, total, readings = first  # the tick rebuilt the layout for `version`

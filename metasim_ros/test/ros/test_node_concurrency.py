@@ -7,6 +7,7 @@ measured rate. Truth for the stepped state: plain mj_step in this process."""
 from __future__ import annotations
 
 import re
+import signal
 import time
 
 import mujoco
@@ -244,3 +245,29 @@ def test_status_reports_the_measured_rate(start_node, client):
     rtf, rate = float(found.group(1)), float(found.group(2))
     assert rtf == pytest.approx(seen_rtf, rel=0.15), text
     assert rate == pytest.approx(rtf / TIMESTEP, rel=0.01, abs=1.0), text
+
+
+def clock_gap_ms(text: str) -> float:
+    found = re.search(r"longest /clock gap over the last 10 s: ([0-9.]+) ms", text)
+    assert found, text
+    return float(found.group(1))
+
+
+def test_status_reports_the_longest_clock_gap(start_node, client):
+    """Derived from the publishes themselves: a node stopped from outside (SIGSTOP) for
+    0.5 s reports a gap of that length; before it, about the 10 ms period."""
+    node = start_node().wait_serving(client)
+    watch = Watch(client)
+    watch.until(lambda: len(watch.clock) > 20, 20.0, "/clock")
+    quiet = clock_gap_ms(watch.call(Trigger, "status", Trigger.Request()).message)
+    assert 5.0 <= quiet <= 50.0  # clock_rate 100 Hz on a quiet node
+    arrived = len(watch.clock)
+    node.proc.send_signal(signal.SIGSTOP)
+    try:
+        time.sleep(0.5)  # the freeze itself, not a wait for a result
+    finally:
+        node.proc.send_signal(signal.SIGCONT)
+    watch.until(lambda: len(watch.clock) > arrived + 5, 20.0, "/clock after the freeze")
+    seen = max(np.diff([w for w, _ in watch.clock[arrived - 1 :]]))  # arrivals in this process
+    stalled = clock_gap_ms(watch.call(Trigger, "status", Trigger.Request()).message)
+    assert 450.0 <= stalled <= seen * 1e3 + 50.0, (stalled, seen)
