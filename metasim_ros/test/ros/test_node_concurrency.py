@@ -22,6 +22,7 @@ from std_srvs.srv import SetBool, Trigger
 
 from metasim_ros.scenes import default_scene_path
 from mujoco_truth import Truth
+from node_status import clock_gap_ms
 
 NODE = "/sim_node"
 TIMESTEP = 0.002  # the default scene's <option timestep>
@@ -245,12 +246,6 @@ def test_status_reports_the_measured_rate(start_node, client):
     rtf, rate = float(found.group(1)), float(found.group(2))
     assert rtf == pytest.approx(seen_rtf, rel=0.15), text
     assert rate == pytest.approx(rtf / TIMESTEP, rel=0.01, abs=1.0), text
-
-
-def clock_gap_ms(text: str) -> float:
-    found = re.search(r"longest /clock gap over the last 10 s: ([0-9.]+) ms", text)
-    assert found, text
-    return float(found.group(1))
 
 
 def test_status_reports_the_longest_clock_gap(start_node, client):

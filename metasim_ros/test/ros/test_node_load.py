@@ -2,8 +2,17 @@
 # SPDX-License-Identifier: Apache-2.0
 """Sustained load: 4 client processes x 500 mixed calls (reads, writes, bad requests,
 saves, loads, status, long steps) while every publisher runs at real-time factor 1.
-Every response must be right, /clock must keep publishing (no gap over 50 ms wall),
-memory must not run away; p50/p99 of every call kind are printed."""
+Every response must be right, /clock must keep publishing (no gap over 50 ms wall
+between two publishes, as ~/status reports it, polled every 2 s over its 10 s window)
+and keep arriving here (no gap over 250 ms, received as a sim-time node receives it),
+memory must not run away; p50/p99 of every call kind are printed.
+
+Why two bounds: on this 2-core machine the node, four busy clients and this process
+compete for the CPU, and this process is not always scheduled within 50 ms; with the
+default reliable subscription a lost /clock sample also held back the later ones until
+DDS repaired it (331 ms, repeatably) while the node published every 10-30 ms. A node
+with use_sim_time subscribes best effort, depth 1 (rclpy's and rclcpp's TimeSource),
+so a lost sample is just skipped; this test subscribes the same way."""
 
 from __future__ import annotations
 
@@ -14,11 +23,21 @@ import time
 from pathlib import Path
 
 import numpy as np
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
+from std_srvs.srv import Trigger
+
+from node_status import clock_gap_ms
 
 CLIENTS, CALLS = 4, 500
-#: Longest wall time between two /clock messages during the storm (clock_rate 100 Hz).
+#: Longest wall time between two /clock publishes during the storm (clock_rate 100 Hz).
 CLOCK_GAP = 0.050
+#: Longest wall time between two /clock arrivals in this process.
+ARRIVAL_GAP = 0.250
+#: ~/status is asked this often for the longest publish gap of its last 10 s.
+STATUS_POLL = 2.0
+#: What a sim-time node's TimeSource subscribes with.
+TIME_SOURCE_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
 
 
 def rss_mb(pid: int) -> float:
@@ -35,8 +54,23 @@ def test_four_clients_storm(start_node, client, tmp_path):
         Clock,
         "/clock",
         lambda m: arrivals.append((time.monotonic(), m.clock.sec + m.clock.nanosec * 1e-9)),
-        10,
+        TIME_SOURCE_QOS,
     )
+    status = client.node.create_client(Trigger, "/sim_node/status")
+    published_gaps: list[float] = []  # ms, as ~/status reports them
+    poll: dict[str, object] = {"next": 0.0, "pending": None}
+
+    def storm_over(procs: list[subprocess.Popen]) -> bool:
+        """Polls ~/status (one call at a time) while the clients run."""
+        pending = poll["pending"]
+        if pending is not None and pending.done():
+            published_gaps.append(clock_gap_ms(pending.result().message))
+            poll["pending"] = None
+        elif pending is None and time.monotonic() >= poll["next"]:
+            poll["pending"] = status.call_async(Trigger.Request())
+            poll["next"] = time.monotonic() + STATUS_POLL
+        return all(p.poll() is not None for p in procs)
+
     client.spin_until(lambda: len(arrivals) > 10, 20.0, "/clock")
     rss_before = rss_mb(node.proc.pid)
 
@@ -48,9 +82,7 @@ def test_four_clients_storm(start_node, client, tmp_path):
     ]
     storm_start = time.monotonic()
     try:
-        client.spin_until(
-            lambda: all(p.poll() is not None for p in procs), 600.0, "the load clients"
-        )
+        client.spin_until(lambda: storm_over(procs), 600.0, "the load clients")
     finally:
         for p in procs:
             if p.poll() is None:
@@ -70,6 +102,8 @@ def test_four_clients_storm(start_node, client, tmp_path):
     gaps = np.diff([storm_start] + [w for w, _ in during] + [storm_end])
     assert during and during[-1][1] > during[0][1], "/clock did not advance during the storm"
     rss_after = rss_mb(node.proc.pid)
+    last = client.call(Trigger, "/sim_node/status", Trigger.Request())  # the storm's last 10 s
+    published_gaps.append(clock_gap_ms(last.message))
 
     kinds: dict[str, int] = {}
     rejected: dict[str, int] = {}
@@ -89,7 +123,10 @@ def test_four_clients_storm(start_node, client, tmp_path):
     print(
         f"\nload: {served} calls in {storm_end - storm_start:.1f} s, by kind {kinds}; "
         f"rejected (all expected) {rejected}; latency by kind: {by_kind}; longest /clock gap "
-        f"{gaps.max() * 1e3:.0f} ms; RSS {rss_before:.0f} -> {rss_after:.0f} MB"
+        f"published {max(published_gaps):.1f} ms ({len(published_gaps)} status polls), "
+        f"arrived {gaps.max() * 1e3:.0f} ms; RSS {rss_before:.0f} -> {rss_after:.0f} MB"
     )
-    assert gaps.max() <= CLOCK_GAP, f"/clock stalled for {gaps.max() * 1e3:.0f} ms"
+    assert len(published_gaps) >= (storm_end - storm_start) / STATUS_POLL / 2
+    assert max(published_gaps) <= CLOCK_GAP * 1e3, f"/clock not published for {published_gaps}"
+    assert gaps.max() <= ARRIVAL_GAP, f"no /clock arrived for {gaps.max() * 1e3:.0f} ms"
     assert rss_after - rss_before < 100, (rss_before, rss_after)
