@@ -13,6 +13,8 @@ import re
 import shutil
 import subprocess
 
+from metasim_ros.core.text import shown
+
 #: Longest the tool may take before it is given up (seconds).
 TIMEOUT = 30.0
 
@@ -34,7 +36,7 @@ def clean() -> tuple[int, str] | None:
     if done.returncode != 0 or not cleaned:
         return (
             0,
-            f"fastdds shm clean exited with {done.returncode}: {' '.join(done.stderr.split())}",
+            f"fastdds shm clean exited with {done.returncode}: {shown(done.stderr, 400)}",
         )
     removed = sum(int(n) for n, _ in cleaned)
     return removed, "fastdds shm clean removed " + ", ".join(
