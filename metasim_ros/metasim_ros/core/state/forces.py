@@ -15,6 +15,9 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
+#: (a x b)_i = a[NEXT[i]] * b[PREV[i]] - a[PREV[i]] * b[NEXT[i]]
+_NEXT, _PREV = [1, 2, 0], [2, 0, 1]
+
 
 def link_wrenches(model: mujoco.MjModel, data: mujoco.MjData) -> np.ndarray:
     """[nbody, 6] net external wrench on every body (contacts, applied forces, equality
@@ -29,7 +32,8 @@ def link_wrenches(model: mujoco.MjModel, data: mujoco.MjData) -> np.ndarray:
     lever = data.subtree_com[model.body_rootid] - data.xpos
     out = np.empty((model.nbody, 6))
     out[:, :3] = force
-    out[:, 3:] = torque_c + np.cross(lever, force)
+    # lever x force by components (np.cross costs 14 us for 12 bodies, this 7)
+    out[:, 3:] = torque_c + lever[:, _NEXT] * force[:, _PREV] - lever[:, _PREV] * force[:, _NEXT]
     return out
 
 
