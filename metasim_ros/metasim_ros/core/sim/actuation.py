@@ -169,7 +169,7 @@ class Actuation:
         np.subtract(t.vel[env, p.cols], qd, out=vel_err[:n])
         balls = t.balls
         if balls.names:
-            pos_err[n:] = self._ball_errors(env, data, stable)
+            self._ball_errors(env, data, stable, pos_err[n:])
             np.subtract(balls.vel[env].ravel(), data.qvel[self._ball_dofs], out=vel_err[n:])
         force = p.kp * pos_err + p.kd * vel_err
         if stable:
@@ -220,18 +220,17 @@ class Actuation:
         self._plans[env] = plan
         return plan
 
-    def _ball_errors(self, env: int, data: mujoco.MjData, stable: bool) -> np.ndarray:
+    def _ball_errors(self, env: int, data: mujoco.MjData, stable: bool, err: np.ndarray) -> None:
         """Rotation errors target - current (mju_subQuat, in the joint's child frame) of
-        every driven ball joint; stable PD takes the orientation one step ahead."""
+        every driven ball joint, into `err` (3 per joint); stable PD takes the orientation
+        one step ahead."""
         balls = self._t.balls
-        err = np.empty(3 * len(balls.names))
         for b, (qs, ds) in enumerate(zip(balls.qadr, balls.dadr)):
             quat = data.qpos[qs]
             if stable:
                 quat = quat.copy()
                 mujoco.mju_quatIntegrate(quat, data.qvel[ds], self.dt)
             mujoco.mju_subQuat(err[3 * b : 3 * b + 3], balls.pos[env, b], quat)
-        return err
 
     def _stable(self, data: mujoco.MjData, force: np.ndarray, p: _Plan) -> None:
         """Subtract kd*dt*qacc from the PD forces (in place), qacc solved with the mass
