@@ -204,6 +204,15 @@ class PhysicsLoop:
         if self._on_failed is not None:
             self._on_failed(exc)
 
+    def _advance(self, n: int) -> dict[int, str]:
+        """n steps of every env, counted, with the divergences they ended in and the new
+        sim time recorded; the caller holds the lock."""
+        self.handler.step(n=n)
+        self._steps += n
+        events = self.handler.divergence()
+        self._time = self.handler.sim_time(0)
+        return events
+
     def _step_slice(self, request: _StepRequest) -> None:
         """Take the next slice of a step request, or mark it finished."""
         if request.done >= request.n or request.cancelled():
@@ -215,10 +224,7 @@ class PhysicsLoop:
         self._no_waiters.wait()  # announced callers go first, as between batches
         with self._lock:
             t0 = time.perf_counter()
-            self.handler.step(n=k)
-            self._steps += k
-            events = self.handler.divergence()
-            self._time = self.handler.sim_time(0)
+            events = self._advance(k)
             held = time.perf_counter() - t0
         request.done += k
         request.diverged.update(events)
@@ -315,10 +321,7 @@ class PhysicsLoop:
                 with self._lock:
                     if self._stop.is_set() or not self._running.is_set():
                         continue
-                    self.handler.step(n=n)
-                    self._steps += n
-                    events = self.handler.divergence()
-                    self._time = self.handler.sim_time(0)
+                    events = self._advance(n)
                 done += n
                 if events and self._on_diverged is not None:
                     self._on_diverged(events)
