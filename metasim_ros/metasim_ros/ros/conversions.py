@@ -55,6 +55,16 @@ def doubles(values: np.ndarray) -> array:
     return array("d", np.ascontiguousarray(values, dtype=np.float64).tobytes())
 
 
+def xyz(vec: Point | Vector3) -> list[float]:
+    """A Point's or Vector3's 3 values (the reverse of fill_xyz)."""
+    return [vec.x, vec.y, vec.z]
+
+
+def wxyz(quat: Quaternion) -> list[float]:
+    """A Quaternion in MuJoCo's wxyz order (the reverse of fill_wxyz)."""
+    return [quat.w, quat.x, quat.y, quat.z]
+
+
 def fill_xyz(vec: Point | Vector3, v: Sequence[float]) -> None:
     """Write 3 values into a (preallocated) Point or Vector3 in place."""
     vec.x, vec.y, vec.z = float(v[0]), float(v[1]), float(v[2])
@@ -276,13 +286,9 @@ def world_to_states(handler, worlds: list[WorldState]) -> tuple[list[dict], list
                 )
             m: dict = state[section].setdefault(ms.name, {})
             if info.free and mask & ModelState.POSE:
-                p, o = ms.pose.position, ms.pose.orientation
-                m["pos"] = [p.x, p.y, p.z]
-                m["rot"] = [o.w, o.x, o.y, o.z]
+                m["pos"], m["rot"] = xyz(ms.pose.position), wxyz(ms.pose.orientation)
             if info.free and mask & ModelState.TWIST:
-                t = ms.twist
-                m["vel"] = [t.linear.x, t.linear.y, t.linear.z]
-                m["ang_vel"] = [t.angular.x, t.angular.y, t.angular.z]
+                m["vel"], m["ang_vel"] = xyz(ms.twist.linear), xyz(ms.twist.angular)
             joints: set[str] = set()
             for js in ms.joint_states:
                 if js.name in joints:

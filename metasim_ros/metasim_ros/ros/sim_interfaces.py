@@ -37,7 +37,7 @@ from metasim_ros.core.sim import simulator as api
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.sim.physics_loop import PhysicsLoop
 from metasim_ros.core.text import bounded, shown
-from metasim_ros.ros.conversions import fill_pose, fill_twist, stamp
+from metasim_ros.ros.conversions import fill_pose, fill_twist, stamp, wxyz, xyz
 from metasim_ros.ros.message_sizes import check_message_sizes
 from metasim_ros.ros.parameters import SimParameters
 from metasim_ros.ros.services import guarded
@@ -147,10 +147,6 @@ def answering(**codes: int) -> Callable:
     return wrap
 
 
-def _vec(v: Vector3) -> list[float]:
-    return [v.x, v.y, v.z]
-
-
 #: Bounds.type <-> the core's region kinds.
 BOUNDS_KIND = {
     sm.Bounds.TYPE_BOX: "box",
@@ -183,7 +179,7 @@ def _region(b: sm.Bounds) -> tuple[str, list] | None:
         return None
     if b.type not in BOUNDS_KIND:
         raise RequestError(f"bounds type {b.type} is not a Bounds type")
-    points = [_vec(p) for p in b.points]
+    points = [xyz(p) for p in b.points]
     if not all(math.isfinite(v) for p in points for v in p):
         raise RequestError("bounds points must be finite")
     if b.type in (sm.Bounds.TYPE_BOX, sm.Bounds.TYPE_SPHERE) and len(points) != 2:
@@ -381,11 +377,11 @@ class SimInterfaces:
             raise UnsupportedError(
                 "setting an acceleration is not supported (MuJoCo integrates it)"
             )
-        p, o, t = request.state.pose.position, request.state.pose.orientation, request.state.twist
+        pose, t = request.state.pose, request.state.twist
         self.api.set_entity_state(
             request.entity,
-            ([p.x, p.y, p.z], [o.w, o.x, o.y, o.z]) if request.set_pose else None,
-            (_vec(t.linear), _vec(t.angular)) if request.set_twist else None,
+            (xyz(pose.position), wxyz(pose.orientation)) if request.set_pose else None,
+            (xyz(t.linear), xyz(t.angular)) if request.set_twist else None,
         )
 
     @answering()
@@ -435,14 +431,14 @@ class SimInterfaces:
         frame = request.initial_pose.header.frame_id
         prefix = self._params.frame_prefix
         relative = "" if frame in ("", self.world_frame) else frame.removeprefix(prefix)
-        p, o = request.initial_pose.pose.position, request.initial_pose.pose.orientation
+        pose = request.initial_pose.pose
         return self.api.spawn(
             request.name,
             request.allow_renaming,
             request.entity_resource.uri,
             request.entity_resource.resource_string,
-            [p.x, p.y, p.z],
-            [o.w, o.x, o.y, o.z],
+            xyz(pose.position),
+            wxyz(pose.orientation),
             relative,
         )
 

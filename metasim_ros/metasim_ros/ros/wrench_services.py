@@ -11,6 +11,7 @@ from std_srvs.srv import Trigger
 
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.state import limits
+from metasim_ros.ros.conversions import xyz
 from metasim_ros.ros.services import replying
 
 
@@ -27,15 +28,10 @@ class WrenchServices:
     def apply_wrench(self, request: ApplyWrench.Request, response: ApplyWrench.Response):
         """~/apply_wrench: one body, world-frame force at a point plus torque, for a duration."""
         limits.check_name("body", request.body)
-        f, t, p = request.force, request.torque, request.reference_point
+        force, torque, point = xyz(request.force), xyz(request.torque), xyz(request.reference_point)
         text = self._sim.edit(
             lambda h: h.apply_wrench(
-                request.env_id,
-                request.body,
-                [f.x, f.y, f.z],
-                [t.x, t.y, t.z],
-                [p.x, p.y, p.z],
-                request.duration,
+                request.env_id, request.body, force, torque, point, request.duration
             )
         )
         response.success, response.message = True, f"applied {text}"
