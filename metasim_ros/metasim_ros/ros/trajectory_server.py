@@ -13,6 +13,8 @@ running trajectory the same way; one without points stops it (holds the position
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 from builtin_interfaces.msg import Duration
 from control_msgs.action import FollowJointTrajectory
@@ -33,7 +35,7 @@ from metasim_ros.core.sim.trajectory import (
     TrajectoryGoal,
 )
 from metasim_ros.core.state import limits
-from metasim_ros.core.text import bounded, shown
+from metasim_ros.core.text import bounded
 from metasim_ros.ros.conversions import stamp
 from metasim_ros.ros.log_limit import LogLimit
 
@@ -167,6 +169,11 @@ class TrajectoryServer:
         self._warn = warn
         self._group = ReentrantCallbackGroup()  # goals wait for their outcome concurrently
         self.servers: dict[str, ActionServer] = {}
+        #: goals accepted and not yet executing, parsed: rclpy hands the execute callback
+        #: the very message the goal callback checked, so it is found by identity (the
+        #: message is kept here, so its id cannot be reused meanwhile)
+        self._accepted: dict[int, tuple[FollowJointTrajectory.Goal, TrajectoryGoal]] = {}
+        self._accepted_lock = threading.Lock()
         sim.follow_model(lambda h: [r.name for r in h.robots], self._add_servers)
         node.create_subscription(
             JointTrajectory,
@@ -200,6 +207,8 @@ class TrajectoryServer:
                 f"trajectory goal {type(exc).__name__}", f"{robot} trajectory goal rejected: {exc}"
             )
             return GoalResponse.REJECT
+        with self._accepted_lock:
+            self._accepted[id(goal)] = (goal, parsed)
         return GoalResponse.ACCEPT
 
     def _start(self, robot: str, goal: TrajectoryGoal) -> TrajectoryExecution:
@@ -211,8 +220,10 @@ class TrajectoryServer:
 
     def _execute(self, robot: str, gh) -> FollowJointTrajectory.Result:
         result = FollowJointTrajectory.Result()
+        with self._accepted_lock:
+            _, parsed = self._accepted.pop(id(gh.request))
         try:
-            ex = self._start(robot, goal_from_action(gh.request, self._max_joints))
+            ex = self._start(robot, parsed)
         except RequestError as exc:  # e.g. it ended in the past by now
             result.error_code, result.error_string = INVALID_GOAL, bounded(str(exc))
             gh.abort()
@@ -250,20 +261,9 @@ class TrajectoryServer:
             if goal is None:
                 check_trajectory_sizes(msg, max_joints, "joint_trajectory")
             with self._sim.locked() as h:  # the robots of the current model
-                robots = {h.robot_of_joint.get(j) for j in msg.joint_names}
-                if None in robots or len(robots) != 1:
-                    unknown = [j for j in msg.joint_names if j not in h.robot_of_joint]
-                    raise StateValidationError(
-                        "joint_trajectory.joint_names",
-                        f"unknown joint '{shown(unknown[0])}'"
-                        if unknown
-                        else "joints of one robot only",
-                    )
-                robot = robots.pop()
-                if goal is None:  # stop: hold where it is
-                    running = h.trajectories.running.get(robot)
-                    if running is not None:
-                        running.finish(INVALID_GOAL, PREEMPTED)
+                robot = h.trajectories.robot_of(msg.joint_names, "joint_trajectory")
+                if goal is None:
+                    h.trajectories.stop(robot, INVALID_GOAL, PREEMPTED)
                     return
             self._start(robot, goal)
         except RequestError as exc:

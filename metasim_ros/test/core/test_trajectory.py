@@ -110,3 +110,32 @@ def test_motor_joints_follow_through_the_pd_law():
     bad = TrajectoryGoal(["velocity_hinge"], Waypoints(np.array([0.5]), np.array([[0.1]])))
     with pytest.raises(StateValidationError, match="cannot follow positions"):
         h.trajectories.start("rig", bad, h.sim_time())
+
+
+def test_a_trajectory_message_is_routed_by_its_joints():
+    h = MujocoHandler()
+    assert h.trajectories.robot_of(ARM[:2], "joint_trajectory") == "franka"
+    with pytest.raises(StateValidationError, match="unknown joint 'elbow\\\\x1b'") as err:
+        h.trajectories.robot_of([ARM[0], "elbow\x1b"], "joint_trajectory")
+    assert err.value.key == "joint_trajectory.joint_names"
+
+
+def test_stop_ends_the_running_trajectory_and_the_arm_holds():
+    h = MujocoHandler()
+    home = h.model.key("home").qpos[:7]
+    goal = TrajectoryGoal(ARM, Waypoints(np.array([2.0]), (home + 0.4)[None]))
+    ex, _ = h.trajectories.start("franka", goal, h.sim_time())
+    h.step(n=200)  # under way
+    h.trajectories.stop("franka", 7, "stopped on request")
+    assert (ex.error_code, ex.error_string) == (7, "stopped on request")
+    h.step(n=10)
+    assert not h.trajectories.active
+
+    def targets() -> list[float]:
+        return list(h.get_states(render=False)[0]["robots"]["franka"]["dof_pos_target"].values())
+
+    held = targets()
+    assert held != pytest.approx(list(home) + held[7:])  # it had moved from home
+    h.step(n=500)
+    assert targets() == held  # and stays where the stop left it
+    h.trajectories.stop("franka", 7, "nothing running: no change")

@@ -31,6 +31,7 @@ from metasim_ros.core.errors import StateValidationError
 from metasim_ros.core.sim.interpolation import Spline, Waypoints
 from metasim_ros.core.state.schema import MAX_ABS_VALUE
 from metasim_ros.core.state.targets import MOTOR, POSITION, SERVO, JointTargets
+from metasim_ros.core.text import shown
 
 #: Outcomes (error codes of control_msgs/FollowJointTrajectory).
 SUCCESSFUL, INVALID_GOAL, INVALID_JOINTS = 0, -1, -2
@@ -202,6 +203,7 @@ class TrajectoryRunner:
     ) -> None:
         self._t = targets
         self._robot_joints = robot_joints
+        self._robot_of_joint = {j: r for r, names in robot_joints.items() for j in names}
         self.period = max(1, int(period))
         self.countdown = 0
         self.running: dict[str, TrajectoryExecution] = {}
@@ -213,6 +215,25 @@ class TrajectoryRunner:
     def active(self) -> bool:
         """Some robot has a trajectory to advance."""
         return bool(self.running)
+
+    def robot_of(self, joints: Sequence[str], key: str) -> str:
+        """The one robot these joints belong to (a JointTrajectory names joints, not its
+        robot); `key` names the field in the error."""
+        robot_of_joint = self._robot_of_joint
+        unknown = [j for j in joints if j not in robot_of_joint]
+        if unknown:
+            raise StateValidationError(f"{key}.joint_names", f"unknown joint '{shown(unknown[0])}'")
+        robots = {robot_of_joint[j] for j in joints}
+        if len(robots) != 1:
+            raise StateValidationError(f"{key}.joint_names", "joints of one robot only")
+        return robots.pop()
+
+    def stop(self, robot: str, code: int, text: str) -> None:
+        """End the robot's running trajectory, if any, with (code, text): its targets stay
+        where the last update put them, so the robot holds there."""
+        running = self.running.get(robot)
+        if running is not None:
+            running.finish(code, text)
 
     def check(self, robot: str, goal: TrajectoryGoal) -> np.ndarray:
         """Validate a goal for `robot`; return its joints' target indices."""
