@@ -202,3 +202,43 @@ def test_joint_trajectory_topic_runs_the_same_way(runner):
     runner.client.spin_until(moved, 20.0, "the arm to follow ~/joint_trajectory")
     runner.step(500)
     np.testing.assert_allclose(runner.arm(), target, atol=0.01)
+
+
+def test_a_joint_trajectory_without_points_stops_the_running_one(runner):
+    """What joint_trajectory_controller does with an empty trajectory: stop and hold."""
+    start = home()
+    target = start + np.array([0.6, 0.0, -0.3, 0.3, 0.0, 0.0, 0.0])
+    pub = runner.client.node.create_publisher(JointTrajectory, "/sim_node/joint_trajectory", 10)
+    runner.client.spin_until(lambda: pub.get_subscription_count() > 0, 20.0, "the subscriber")
+    pub.publish(
+        JointTrajectory(
+            joint_names=ARM,
+            points=[JointTrajectoryPoint(positions=list(target), time_from_start=duration(3.0))],
+        )
+    )
+
+    def targets() -> np.ndarray:
+        states = runner.client.call(GetStates, "/sim_node/get_states", GetStates.Request()).states
+        franka = next(m for m in states[0].model_states if m.name == "franka")
+        by_name = {j.name: j.position_target[0] for j in franka.joint_states}
+        return np.array([by_name[j] for j in ARM])
+
+    def under_way() -> bool:
+        runner.step(25)
+        return np.abs(targets() - start).max() > 0.01
+
+    runner.client.spin_until(under_way, 20.0, "the trajectory to start")
+    pub.publish(JointTrajectory(joint_names=ARM))  # no points: stop
+    last = [targets()]
+
+    def held() -> bool:
+        runner.step(25)
+        now = targets()
+        same = np.array_equal(now, last[0])
+        last[0] = now
+        return same
+
+    runner.client.spin_until(held, 20.0, "the targets to stop moving")
+    runner.step(500)  # the rest of the 3 s trajectory would have moved them on
+    np.testing.assert_array_equal(targets(), last[0])
+    assert np.abs(last[0] - target).max() > 0.1  # stopped short of the goal
