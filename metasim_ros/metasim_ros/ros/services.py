@@ -10,11 +10,13 @@ traceback is escaped and bounded (core.text). `guarded` is that wrapper for any 
 shape: `replying` fills success/message, simulation_interfaces' `answering` a Result.
 
 ~/get_states and ~/set_states, the round-trip-critical ones, are served by the node's
-FastServices (its own node on rclpy's EventsExecutor, one call at a time; each holds the
-simulation for at most a physics batch's time). The others are on sim_node, in callback
-groups by what they touch (`ServiceGroups`): status runs concurrently with anything;
-writers are serialised; `~/step` and `~/pause` have their own group, so a new step or a
-pause can end a running step between two of its slices.
+FastServices (its own node on rclpy's EventsExecutor, one call at a time): get_states
+holds the simulation only to copy a few envs at a time, set_states to check and apply
+its request, all or nothing. The others are on sim_node, in callback groups by what they
+touch (`ServiceGroups`): status runs concurrently with anything; the other writers are
+serialised among themselves (a set_states may run beside one of them: each change is
+applied whole under the lock); `~/step` and `~/pause` have their own group, so a new
+step or a pause can end a running step between two of its slices.
 """
 
 from __future__ import annotations
@@ -119,8 +121,7 @@ class ServiceGroups:
 class _Replies(threading.local):
     """Per executor thread: a GetStates reply built once and refilled. rclpy sends a
     reply in the thread that ran the callback, right after it returns, so the next
-    call on that thread cannot overwrite a reply still being sent (thread-local although
-    FastServices has one thread: nothing here depends on that)."""
+    call on that thread cannot overwrite a reply still being sent."""
 
     def __init__(self) -> None:
         self.filler: WorldStateFiller | None = None
