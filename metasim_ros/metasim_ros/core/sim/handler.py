@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import copy
 import numbers
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -67,6 +68,36 @@ class PhysicsState:
     pos_target: np.ndarray | None = None
     vel_target: np.ndarray | None = None
     wrench_until: np.ndarray | None = None
+
+
+@dataclass
+class ModelEdit:
+    """A model edit (spawn, delete, ...) in three steps, so that the compile, about 1 ms
+    per env, can run without the lock: MujocoHandler.prepare_edit (under the lock: the
+    edited spec and copies of the envs), `compile` (anywhere), MujocoHandler.commit_edit
+    (under the lock again)."""
+
+    edit: Callable[[mujoco.MjSpec], None]
+    done: Callable[[], None]  # bookkeeping once the new model is in place
+    version: int  # the model version it was prepared for
+    model: mujoco.MjModel
+    spec: mujoco.MjSpec
+    sources: list[mujoco.MjData]  # the envs when it was prepared
+    compiled: list[tuple[mujoco.MjModel, mujoco.MjData]] | None = None
+
+    def compile(self) -> None:
+        """Each env's state in the edited model (MjSpec.recompile carries it over).
+
+        A spec maps the state of the model it was last compiled to: recompiling the same
+        spec for a second env would read that env's old state as if it were laid out like
+        the new model (zeros, other joints' values, NaN in the new elements). So every env
+        but the first gets its own copy of the edited spec, copied before any compile; the
+        first env's spec is the one kept."""
+        try:
+            specs = [self.spec] + [self.spec.copy() for _ in self.sources[1:]]
+            self.compiled = [s.recompile(self.model, d) for s, d in zip(specs, self.sources)]
+        except ValueError as exc:  # MuJoCo's compile errors
+            raise SceneError(f"the edited model does not compile: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -284,26 +315,62 @@ class MujocoHandler:
         self._stale = [True] * num_envs  # changed since derived quantities were computed
         self._state_size = int(mujoco.mj_stateSize(m, INTEGRATION_STATE))
 
-    def edit_model(self, edit: Callable[[mujoco.MjSpec], None]) -> None:
+    def edit_model(
+        self, edit: Callable[[mujoco.MjSpec], None], done: Callable[[], None] = lambda: None
+    ) -> None:
         """Change the model (spawn, delete, ...) with `edit` on a copy of its MjSpec, then
         recompile; every env's state (time, joints, velocities, contacts' warm start,
         actuators, applied forces) carries over for what both models hold, and by name:
         joint targets, efforts and command modes, the end times of applied wrenches, and
         the trajectories of robots still there (those of a deleted robot are aborted).
-        On any error nothing changes: the spec, model and envs stay as they were."""
+        `done` runs once the new model is in place. On any error nothing changes: the
+        spec, model and envs stay as they were."""
+        self.apply_edit(self.prepare_edit(edit, done))
+
+    def prepare_edit(
+        self, edit: Callable[[mujoco.MjSpec], None], done: Callable[[], None] = lambda: None
+    ) -> ModelEdit:
+        """The first step of edit_model (under the lock): `edit` applied to a copy of the
+        spec (its errors raised now), and copies of the envs to compile from."""
         spec = self._spec.copy()
         edit(spec)
-        try:
-            compiled = [spec.recompile(self._model, d) for d in self._datas]
-        except ValueError as exc:  # MuJoCo's compile errors
-            raise SceneError(f"the edited model does not compile: {exc}") from None
+        sources = [copy.copy(d) for d in self._datas]
+        return ModelEdit(edit, done, self.model_version, self._model, spec, sources)
+
+    def commit_edit(self, prepared: ModelEdit) -> None:
+        """The last step of edit_model (under the lock): the compiled model and envs take
+        over. If the model or any env's state changed since the edit was prepared (a
+        write, another edit), it is prepared and compiled again here, from what is
+        current, so nothing that happened meanwhile is lost."""
+        if prepared.version != self.model_version or not self._unchanged(prepared.sources):
+            prepared = self.prepare_edit(prepared.edit, prepared.done)
+            prepared.compile()
+        compiled = prepared.compiled
+        assert compiled is not None, "commit_edit before compile"
         targets, ends = self._targets.by_name(), self._wrenches.ends_by_body()
         trajectories = self.trajectories
-        self._spec = spec
+        self._spec = prepared.spec
         self._adopt(compiled[0][0], None, [d for _, d in compiled])
         self._targets.carry_over(targets, self._datas)
         self._wrenches.carry_over(ends)
         self.trajectories.carry_over(trajectories)
+        prepared.done()
+
+    def apply_edit(self, prepared: ModelEdit) -> None:
+        """Compile and commit a prepared edit, all under the lock the caller holds."""
+        prepared.compile()
+        self.commit_edit(prepared)
+
+    def _unchanged(self, sources: list[mujoco.MjData]) -> bool:
+        """Every env's integration state is bit for bit what `sources` hold."""
+        m, size = self._model, self._state_size
+        now, then = np.empty(size), np.empty(size)
+        for d, src in zip(self._datas, sources, strict=True):
+            mujoco.mj_getState(m, d, now, INTEGRATION_STATE)
+            mujoco.mj_getState(m, src, then, INTEGRATION_STATE)
+            if now.tobytes() != then.tobytes():
+                return False
+        return True
 
     def replace_scene(self, scene: str | None, robots: list[str] | None = None) -> None:
         """Simulate another scene (a path, MJCF text, or None for the embedded default) in
@@ -330,22 +397,40 @@ class MujocoHandler:
     ) -> None:
         """Add entity `name` from MJCF/URDF text (or its parsed spec) at a world pose; see
         scene.entities. Its MJCF and pose are recorded in `spawned`."""
+        self.apply_edit(self.spawn_edit(name, resource, pos, quat))
+
+    def spawn_edit(
+        self,
+        name: str,
+        resource: str | mujoco.MjSpec,
+        pos: Sequence[float] = (0.0, 0.0, 0.0),
+        quat: Sequence[float] = (1.0, 0.0, 0.0, 0.0),
+    ) -> ModelEdit:
+        """spawn() prepared (prepare_edit), to be compiled without the lock."""
         child = parse_entity(resource) if isinstance(resource, str) else resource
-        xml = child.to_xml()
-        self.edit_model(lambda spec: attach_entity(spec, name, child, pos, quat))
-        self.spawned[name] = SpawnRecord(xml, tuple(map(float, pos)), tuple(map(float, quat)))
+        record = SpawnRecord(child.to_xml(), tuple(map(float, pos)), tuple(map(float, quat)))
+        return self.prepare_edit(
+            lambda spec: attach_entity(spec, name, child, pos, quat),
+            lambda: self.spawned.__setitem__(name, record),
+        )
 
     def delete(self, *names: str) -> None:
         """Remove entities and their subtrees (one recompile); every other entity carries
         over."""
+        self.apply_edit(self.delete_edit(*names))
+
+    def delete_edit(self, *names: str) -> ModelEdit:
+        """delete() prepared (prepare_edit), to be compiled without the lock."""
 
         def remove(spec: mujoco.MjSpec) -> None:
             for name in names:
                 remove_entity(spec, name)
 
-        self.edit_model(remove)
-        for name in names:
-            self.spawned.pop(name, None)
+        def forget() -> None:
+            for name in names:
+                self.spawned.pop(name, None)
+
+        return self.prepare_edit(remove, forget)
 
     def place(self, name: str, pos: Sequence[float], quat: Sequence[float]) -> None:
         """Move an entity fixed to the world (its pose is in the model); others carry over."""

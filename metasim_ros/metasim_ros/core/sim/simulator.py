@@ -36,6 +36,7 @@ from metasim_ros.core.scene.entity_info import EntityInfo, EntityInfos
 from metasim_ros.core.scene.loading import ModelInfo
 from metasim_ros.core.scene.named_poses import NamedPose, matches_tags, named_poses
 from metasim_ros.core.sim.access import SimulationAccess
+from metasim_ros.core.sim.handler import ModelEdit
 from metasim_ros.core.state.frames import quat_mul, rotate
 from metasim_ros.core.text import shown
 
@@ -335,16 +336,15 @@ class Simulator:
         if not base and not allow_renaming:
             raise ResourceError("name", "no name given and the resource names none")
 
-        def add(h) -> str:
+        def add(h) -> tuple[ModelEdit, str]:
             chosen = free_name(h.body_names, base) if allow_renaming else base
-            h.spawn(chosen, child, pos, quat)
-            return chosen
+            return h.spawn_edit(chosen, child, pos, quat), chosen
 
-        return self._sim.edit(add)
+        return self._sim.edit_model(add)
 
     def delete(self, name: str) -> None:
         """Remove an entity (spawned or from the scene) with its subtree."""
-        self._sim.edit(lambda h: h.delete(name))
+        self._sim.edit_model(lambda h: (h.delete_edit(name), None))
         self._infos.forget(name)
 
     # -- run state -----------------------------------------------------------------
@@ -417,7 +417,7 @@ class Simulator:
             with self._sim.locked() as h:
                 names = list(h.spawned)
             if names:
-                self._sim.edit(lambda h: h.delete(*names))
+                self._sim.edit_model(lambda h: (h.delete_edit(*names), None))
                 self._infos.forget(*names)
         if scope & (RESET_STATE | RESET_TIME):
             with self._sim.locked() as h:
