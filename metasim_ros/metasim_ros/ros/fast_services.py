@@ -37,6 +37,7 @@ class FastServices:
         # no global arguments: a launch file's `-r __node:=name` must not rename it too
         self.node = Node(
             f"{owner.get_name()}_states",
+            context=owner.context,
             namespace=owner.get_namespace(),
             use_global_arguments=False,
             start_parameter_services=False,

@@ -11,6 +11,7 @@ import mujoco
 import numpy as np
 
 from metasim_ros.core import MujocoHandler
+from metasim_ros.core.scene.entities import attach_entity, parse_entity
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.sim.handler import INTEGRATION_STATE
 
@@ -35,17 +36,34 @@ def states(h: MujocoHandler) -> list[bytes]:
     return out
 
 
-def test_compiled_outside_equals_compiled_inside_bit_for_bit():
-    inside, outside = moving(), moving()
-    inside.spawn("ball", BALL, (0.3, 0.0, 1.0))
-    edit = outside.spawn_edit("ball", BALL, (0.3, 0.0, 1.0))
-    edit.compile()
-    outside.commit_edit(edit)
-    assert states(outside) == states(inside)
-    assert outside.spawned == inside.spawned
-    for h in (inside, outside):
-        h.step(n=100)
-    assert states(outside) == states(inside)
+def test_an_edit_is_mujocos_recompile_of_the_live_envs_bit_for_bit():
+    """Truth: MuJoCo's MjSpec.recompile of each live MjData (a spec copy per env), on a
+    handler in the same state; then both step on."""
+    h, twin = moving(), moving()
+    edited = twin._spec.copy()  # the spec the twin was compiled from
+    attach_entity(edited, "ball", parse_entity(BALL), (0.3, 0.0, 1.0))
+    specs = [edited.copy() for _ in range(twin.num_envs)]
+    truth = [s.recompile(twin.model, d) for s, d in zip(specs, twin._datas)]
+    edit = h.spawn_edit("ball", BALL, (0.3, 0.0, 1.0))
+    edit.compile()  # as SimulationAccess.edit_model does: outside the lock
+    h.commit_edit(edit)
+    m = truth[0][0]
+    size = mujoco.mj_stateSize(m, INTEGRATION_STATE)
+
+    def truth_states() -> list[bytes]:
+        out = []
+        for _, d in truth:
+            buf = np.empty(size)
+            mujoco.mj_getState(m, d, buf, INTEGRATION_STATE)
+            out.append(buf.tobytes())
+        return out
+
+    assert states(h) == truth_states()
+    for _ in range(100):
+        h.step(n=1)
+        for _, d in truth:
+            mujoco.mj_step(m, d)
+    assert states(h) == truth_states()
 
 
 def test_a_write_between_prepare_and_commit_is_kept():

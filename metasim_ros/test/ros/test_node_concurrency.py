@@ -18,6 +18,8 @@ from metasim_msgs.msg import ModelState, WorldState
 from metasim_msgs.srv import GetStates, SetStates, Step
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
+from simulation_interfaces import msg as sm
+from simulation_interfaces import srv as ss
 from std_srvs.srv import SetBool, Trigger
 
 from metasim_ros.scenes import default_scene_path
@@ -266,3 +268,28 @@ def test_status_reports_the_longest_clock_gap(start_node, client):
     seen = max(np.diff([w for w, _ in watch.clock[arrived - 1 :]]))  # arrivals in this process
     stalled = clock_gap_ms(watch.call(Trigger, "status", Trigger.Request()).message)
     assert 450.0 <= stalled <= seen * 1e3 + 50.0, (stalled, seen)
+
+
+SPAWN_ENVS = 8
+BALL = """<mujoco><worldbody><body name="ball"><freejoint/>
+<geom type="sphere" size="0.05" mass="0.2"/></body></worldbody></mujoco>"""
+
+
+def test_a_spawn_gives_every_env_the_entity_where_asked(start_node, client, tmp_path):
+    """Over ROS, in every env (envs >= 1 once got zeros or NaN for a spawned entity's
+    joints): the pose asked for, read back with get_states."""
+    start_node({"num_envs": SPAWN_ENVS, "paused": True, "snapshot_dir": str(tmp_path)})
+    watch = Watch(client)
+    req = ss.SpawnEntity.Request(name="ball")
+    req.entity_resource.resource_string = BALL
+    req.initial_pose.pose.position.x, req.initial_pose.pose.position.z = 0.3, 1.0
+    result = watch.call(ss.SpawnEntity, "spawn_entity", req).result
+    assert result.result == sm.Result.RESULT_OK, result.error_message
+    states = watch.call(GetStates, "get_states", GetStates.Request()).states
+    assert len(states) == SPAWN_ENVS
+    for world in states:
+        ball = next(m for m in world.model_states if m.name == "ball")
+        p, o = ball.pose.position, ball.pose.orientation
+        assert (p.x, p.y, p.z, o.w, o.x, o.y, o.z) == (0.3, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0)
+        v, w = ball.twist.linear, ball.twist.angular
+        assert (v.x, v.y, v.z, w.x, w.y, w.z) == (0.0,) * 6, world.env_id
