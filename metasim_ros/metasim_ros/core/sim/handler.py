@@ -96,11 +96,10 @@ class ModelEdit:
         m = self.model
         try:
             specs = [self.spec] + [self.spec.copy() for _ in self.states[1:]]
-            compiled = []
+            scratch, compiled = mujoco.MjData(m), []  # recompile copies out of the scratch
             for spec, state in zip(specs, self.states):
-                d = mujoco.MjData(m)
-                mujoco.mj_setState(m, d, state, INTEGRATION_STATE)
-                compiled.append(spec.recompile(m, d))
+                mujoco.mj_setState(m, scratch, state, INTEGRATION_STATE)
+                compiled.append(spec.recompile(m, scratch))
         except ValueError as exc:  # MuJoCo's compile errors
             raise SceneError(f"the edited model does not compile: {exc}") from None
         self.compiled = compiled
