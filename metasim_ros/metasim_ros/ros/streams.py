@@ -5,7 +5,9 @@
 They are published from the physics thread, between physics batches (a tick callback
 of the physics loop): one short lock hold copies what every due topic needs, messages
 are filled and published after it. No lock hand-off between threads per publish, and
-the preallocated messages are only ever touched by this one thread.
+the preallocated messages are only ever touched by this one thread. ~/world_state of
+more than ENVS_PER_HOLD envs is the exception to "all at once": one WorldState costs
+about 0.7 ms to fill and publish, so it goes out ENVS_PER_HOLD envs per tick (a _Sweep).
 
 Adding a periodic topic: one `_Stream` entry here, or `add()` from the part that owns
 it (read under the lock, publish after it), plus its rate parameter's declaration in
@@ -91,6 +93,16 @@ def read_remaining(sim: SimulationAccess, version: int, total: int, readings: li
     return True
 
 
+@dataclass
+class _Sweep:
+    """A ~/world_state being published a few envs per tick: envs [next, total) of model
+    `version` are still to come."""
+
+    version: int
+    total: int
+    next: int
+
+
 class _Layout:
     """Everything the topics derive from one model: preallocated messages and the frame
     tree. Built while holding the simulation, for the model version it records."""
@@ -134,11 +146,14 @@ class Streams:
             self.clock_gaps.mark()
 
         def publish_world(first: tuple[int, int, list]) -> None:
+            """The first envs now (read in the tick's hold); the others follow in the
+            next ticks, ENVS_PER_HOLD at a time (_continue_sweep)."""
             version, total, readings = first  # the tick rebuilt the layout for `version`
-            if not read_remaining(sim, version, total, readings):
-                return  # the model changed: the next tick rebuilds the layout and reads again
-            for env_id, reading in enumerate(readings):
-                world_pub.publish(self._layout.world.fill(env_id, *reading))
+            if len(readings) < total:
+                self._sweep = _Sweep(version, total, len(readings))
+            self._publish_worlds(0, readings)
+
+        self._publish_world_msg = world_pub.publish
 
         self._streams = {
             "clock_rate": _Stream(
@@ -165,6 +180,7 @@ class Streams:
         #: held only while they are read or written, never while reading the simulation
         self._timing = threading.Lock()
         self._followers: list[Callable[[MujocoHandler, FrameTree], None]] = []
+        self._sweep: _Sweep | None = None  # a ~/world_state of many envs under way
         sim.on_change(self.publish_all_soon)
         sim.loop.add_tick(self.tick)
 
@@ -214,11 +230,17 @@ class Streams:
 
     def tick(self) -> None:
         """Publish the topics that are due (physics thread, between batches)."""
+        sweeping = self._sweep is not None  # then no new ~/world_state this tick
+        if sweeping:
+            self._continue_sweep()
         now = time.monotonic()
         if now < self._next_due:
             return
+        world = self._streams["world_state_rate"]
         with self._timing:
-            due = [s for s in self._streams.values() if now >= s.due]
+            due = [
+                s for s in self._streams.values() if now >= s.due and not (s is world and sweeping)
+            ]
             for s in due:
                 nxt = s.due + s.period
                 s.due = nxt if nxt > now else now + s.period  # no bursts after a stall
@@ -237,3 +259,25 @@ class Streams:
             self._static_pub.publish(self._layout.static_tf)
         for s, reading in zip(due, readings):
             s.publish(reading)
+
+    def _continue_sweep(self) -> None:
+        """The next ENVS_PER_HOLD envs of a ~/world_state under way: one tick never
+        publishes more, so /clock and physics are not held up by many envs (one
+        WorldState costs about 0.7 ms to fill and publish). A model change ends the sweep;
+        the next one starts when the topic is due."""
+        sweep = self._sweep
+        assert sweep is not None
+        with self._sim.locked() as h:
+            if h.model_version != sweep.version or self._layout.version != sweep.version:
+                self._sweep = None
+                return
+            readings = read_worlds(h, sweep.next)
+        start = sweep.next
+        sweep.next += len(readings)
+        if sweep.next >= sweep.total:
+            self._sweep = None
+        self._publish_worlds(start, readings)
+
+    def _publish_worlds(self, start: int, readings: list[tuple]) -> None:
+        for env_id, reading in enumerate(readings, start):
+            self._publish_world_msg(self._layout.world.fill(env_id, *reading))

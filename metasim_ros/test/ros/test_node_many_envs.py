@@ -2,15 +2,20 @@
 # SPDX-License-Identifier: Apache-2.0
 """More environments than one hold of the simulation reads (ENVS_PER_HOLD): get_states and
 ~/world_state still give every env, in order, each with its own state; a model change
-between two holds never mixes layouts."""
+between two holds never mixes layouts; ~/world_state of many envs goes out a few envs per
+tick of the physics thread."""
 
 from __future__ import annotations
 
+import rclpy
 from metasim_msgs.msg import ModelState, WorldState
 from metasim_msgs.srv import GetStates, SetStates
+from rclpy.context import Context
+from rclpy.parameter import Parameter
 
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.sim.handler import MujocoHandler
+from metasim_ros.ros.sim_node import SimNode
 from metasim_ros.ros.streams import ENVS_PER_HOLD, read_remaining, read_worlds
 
 ENVS = 2 * ENVS_PER_HOLD + 3
@@ -67,3 +72,43 @@ def test_a_model_change_between_holds_is_noticed():
     assert read_remaining(sim, version, ENVS, again)
     assert len(again) == ENVS
     assert all("crate" in reading[1]["objects"] for reading in again)
+
+
+def test_world_state_of_many_envs_goes_out_a_few_envs_per_tick(tmp_path, client):
+    """One WorldState costs about 0.7 ms to fill and publish, so 64 envs in one tick of
+    the physics thread held /clock and physics up for about 45 ms. Each tick now
+    publishes at most ENVS_PER_HOLD of them, every env still once per sweep, in order.
+    The node runs in this process (own context) so its ticks can be watched."""
+    context = Context()
+    rclpy.init(context=context)
+    overrides = [
+        Parameter("num_envs", value=64),
+        Parameter("paused", value=True),
+        Parameter("snapshot_dir", value=str(tmp_path)),
+    ]
+    node = SimNode(context=context, parameter_overrides=overrides)
+    per_tick: list[list[int]] = []
+    streams = node.streams
+    publish, tick = streams._publish_world_msg, streams.tick
+
+    def counted_publish(msg: WorldState) -> None:
+        per_tick[-1].append(msg.env_id)
+        publish(msg)
+
+    def counted_tick() -> None:
+        per_tick.append([])
+        tick()
+
+    streams._publish_world_msg = counted_publish
+    loop = node.sim.loop
+    loop._ticks[loop._ticks.index(tick)] = counted_tick
+    try:
+        node.start()
+        client.spin_until(lambda: sum(map(len, per_tick)) >= 3 * 64, 30.0, "three sweeps")
+    finally:
+        node.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown(context=context)
+    assert max(map(len, per_tick)) <= ENVS_PER_HOLD
+    published = [e for envs in per_tick for e in envs]
+    assert published[: 3 * 64] == list(range(64)) * 3
