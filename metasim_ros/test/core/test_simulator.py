@@ -17,6 +17,7 @@ from metasim_ros.core.errors import (
     IncorrectStateError,
     NotFoundError,
     PathRefusedError,
+    RequestError,
     ResourceError,
     TransitionError,
     UnsupportedError,
@@ -76,6 +77,23 @@ def test_box_bounds_are_the_geoms_corners_in_the_root_frame(api):
     assert api.entities(region=("box", [top, top + 1])) == ["slab"]
     with pytest.raises(UnsupportedError):
         api.entities(region=("convex_hull", [top] * 4))
+
+
+@pytest.mark.parametrize(
+    ("region", "says"),
+    [
+        (("box", [[0, 0, 0], [1, float("nan"), 1]]), "must be finite"),
+        (("sphere", [[0, 0, 0], [float("inf"), 0, 0]]), "must be finite"),
+        (("convex_hull", [[0, 0, float("-inf")]] * 4), "must be finite"),
+        (("box", [[0, 0, 0]]), "box need 2 points, got 1"),
+        (("sphere", [[0, 0, 0], [1, 0, 0], [2, 0, 0]]), "sphere need 2 points, got 3"),
+        (("sphere", [[0, 0, 0], [-0.1, 0, 0]]), "radius (points[1].x) must be >= 0"),
+    ],
+)
+def test_a_region_nothing_can_be_compared_with_is_refused(api, region, says):
+    with pytest.raises(RequestError) as err:
+        api.entities(region=region)
+    assert says in str(err.value) and not isinstance(err.value, UnsupportedError)
 
 
 def test_named_poses_from_keyframes_and_pose_sites(api):

@@ -80,6 +80,18 @@ class World:
 Region = tuple[str, list[np.ndarray]]  # ('sphere', [center, (r, _, _)]) | ('box', [a, b])
 
 
+def check_region(region: Region) -> None:
+    """Refuse a region nothing can be compared with: a point that is not finite, a box
+    or sphere without exactly 2 points, a negative sphere radius (points[1].x)."""
+    kind, points = region
+    if not np.isfinite(np.asarray(points, dtype=float)).all():
+        raise RequestError("bounds points must be finite")
+    if kind in ("box", "sphere") and len(points) != 2:
+        raise RequestError(f"bounds of type {kind} need 2 points, got {len(points)}")
+    if kind == "sphere" and points[1][0] < 0:
+        raise RequestError("a sphere's radius (points[1].x) must be >= 0")
+
+
 class Simulator:
     """The standard API's operations, each taking the simulation lock briefly."""
 
@@ -135,8 +147,10 @@ class Simulator:
             raise RequestError(
                 f"filter '{shown(pattern)}' is not a regular expression: {exc}"
             ) from None
-        if region is not None and region[0] not in ("sphere", "box"):
-            raise UnsupportedError(f"bounds filter of type {region[0]}: only sphere and box")
+        if region is not None:
+            check_region(region)
+            if region[0] not in ("sphere", "box"):
+                raise UnsupportedError(f"bounds filter of type {region[0]}: only sphere and box")
         with self._sim.locked() as h:
             models = list(h.models)
             boxes = {}
