@@ -33,12 +33,7 @@ def rss_mb(pid: int) -> float:
 
 def timed(probe: Probe, client, request) -> float:
     t0 = time.perf_counter()
-    future = client.call_async(request)
-    end = time.monotonic() + 300
-    while not future.done():
-        if time.monotonic() > end:
-            raise RuntimeError("no reply within 300 s")
-        rclpy.spin_once(probe.node, timeout_sec=0.005)
+    probe.call(client, request, timeout=300.0, poll=0.005)
     return time.perf_counter() - t0
 
 

@@ -120,13 +120,13 @@ class Probe:
         self.spin_for(WINDOW)
         return (self.clock - c0) / timestep / (time.monotonic() - t0)
 
-    def call(self, client, request):
+    def call(self, client, request, timeout: float = 10.0, poll: float = 0.01):
         future = client.call_async(request)
-        end = time.monotonic() + 10
+        end = time.monotonic() + timeout
         while not future.done():
             if time.monotonic() > end:
-                raise RuntimeError("service call timed out")
-            rclpy.spin_once(self.node, timeout_sec=0.01)
+                raise RuntimeError(f"no reply within {timeout:g} s")
+            rclpy.spin_once(self.node, timeout_sec=poll)
         return future.result()
 
 

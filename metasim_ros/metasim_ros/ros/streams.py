@@ -175,6 +175,7 @@ class Streams:
                 lambda r: tf_pub.publish(self._layout.tf.fill(r)),
             ),
         }
+        self._world = self._streams["world_state_rate"]  # the one that goes out in rounds
         self._next_due = 0.0  # earliest due time of any stream: the cheap test per tick
         #: due times change in the physics thread (tick) and in callbacks (rates, changes):
         #: held only while they are read or written, never while reading the simulation
@@ -236,7 +237,7 @@ class Streams:
         now = time.monotonic()
         if now < self._next_due:
             return
-        world = self._streams["world_state_rate"]
+        world = self._world
         with self._timing:
             due = [
                 s for s in self._streams.values() if now >= s.due and not (s is world and sweeping)

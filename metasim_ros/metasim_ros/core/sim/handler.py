@@ -349,10 +349,20 @@ class MujocoHandler:
         current, so nothing that happened meanwhile is lost."""
         changed = self._states().tobytes() != prepared.states.tobytes()  # bit for bit
         if prepared.version != self.model_version or changed:
-            prepared = self.prepare_edit(prepared.edit, prepared.done)
-            prepared.compile()
+            self.apply_edit(self.prepare_edit(prepared.edit, prepared.done))
+        else:
+            self._install(prepared)
+
+    def apply_edit(self, prepared: ModelEdit) -> None:
+        """Compile and install a prepared edit, all under the lock the caller holds (so
+        nothing can have changed since it was prepared)."""
+        prepared.compile()
+        self._install(prepared)
+
+    def _install(self, prepared: ModelEdit) -> None:
+        """The compiled model and envs take over; what is kept by name carries over."""
         compiled = prepared.compiled
-        assert compiled is not None, "commit_edit before compile"
+        assert compiled is not None, "installed before it was compiled"
         targets, ends = self._targets.by_name(), self._wrenches.ends_by_body()
         trajectories = self.trajectories
         self._spec = prepared.spec
@@ -361,11 +371,6 @@ class MujocoHandler:
         self._wrenches.carry_over(ends)
         self.trajectories.carry_over(trajectories)
         prepared.done()
-
-    def apply_edit(self, prepared: ModelEdit) -> None:
-        """Compile and commit a prepared edit, all under the lock the caller holds."""
-        prepared.compile()
-        self.commit_edit(prepared)
 
     def _states(self) -> np.ndarray:
         """[env, mjSTATE_INTEGRATION]: every env's state as it is."""
