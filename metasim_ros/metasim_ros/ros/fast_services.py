@@ -27,6 +27,7 @@ from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
 
 from metasim_ros.core.text import log_block
+from metasim_ros.ros.qos import SERVICE_QOS
 
 
 class FastServices:
@@ -50,7 +51,9 @@ class FastServices:
 
     def create_service(self, srv_type: Any, name: str, callback: Callable[[Any, Any], Any]) -> None:
         """Serve `name` as resolved by the owner node (so `~/x` is the owner's)."""
-        self.node.create_service(srv_type, self._owner.resolve_service_name(name), callback)
+        self.node.create_service(
+            srv_type, self._owner.resolve_service_name(name), callback, qos_profile=SERVICE_QOS
+        )
 
     def start(self) -> None:
         """Serve from now on (after the node that owns the simulation started it)."""

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import re
 import signal
@@ -54,6 +55,8 @@ SWITCH_INTERVAL = 2e-4
 #: command inputs (joint targets / commands, trajectory topic) and a running trajectory
 #: goal (it waits in its thread), so an input never waits for a free thread.
 EXECUTOR_THREADS = ServiceGroups.CONCURRENT + 3
+#: Seconds the DDS teardown at exit may take before the process ends without it.
+DDS_TEARDOWN_LIMIT = 5.0
 
 
 class SimNode(Node):
@@ -263,8 +266,14 @@ def main(args: list[str] | None = None) -> int:
     finally:
         node.shutdown()
         executor.shutdown(timeout_sec=2.0)
+        # Fast DDS can deadlock destroying a participant while another one's endpoints are
+        # being removed (it spins holding the GIL, so no Python thread can step in). Our
+        # own work is finished here; if the DDS teardown hangs, faulthandler's C thread
+        # prints where and ends the process (exit code 1) instead of Ctrl-C doing nothing.
+        faulthandler.dump_traceback_later(DDS_TEARDOWN_LIMIT, exit=True)
         node.destroy_node()
         rclpy.try_shutdown()
+        faulthandler.cancel_dump_traceback_later()
     return 0
 
 

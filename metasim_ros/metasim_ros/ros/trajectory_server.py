@@ -38,6 +38,7 @@ from metasim_ros.core.state import limits
 from metasim_ros.core.text import bounded
 from metasim_ros.ros.conversions import stamp
 from metasim_ros.ros.log_limit import LogLimit
+from metasim_ros.ros.qos import ACTION_QOS
 
 #: What joint_trajectory_controller says to a goal a newer one replaced.
 PREEMPTED = "Current goal cancelled due to new incoming action."
@@ -195,6 +196,7 @@ class TrajectoryServer:
                     goal_callback=lambda goal, robot=robot: self._check(robot, goal),
                     cancel_callback=lambda _gh: CancelResponse.ACCEPT,
                     callback_group=self._group,
+                    **ACTION_QOS,
                 )
 
     def _check(self, robot: str, goal: FollowJointTrajectory.Goal) -> GoalResponse:

@@ -9,6 +9,7 @@ import random
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Callable, Iterator, TypeVar
@@ -51,7 +52,9 @@ def sim_node_command() -> list[str]:
 
 
 class SimProcess:
-    """sim_node as a subprocess, stopped with SIGINT like Ctrl-C."""
+    """sim_node as a subprocess, stopped with SIGINT like Ctrl-C. Its output goes to a
+    file (a pipe nobody reads while the test runs would block the node once full) and is
+    in `output` after it exits."""
 
     def __init__(
         self, params: dict[str, object] | None = None, args: list[str] | None = None
@@ -59,10 +62,18 @@ class SimProcess:
         cmd = sim_node_command() + list(args or [])
         if params:
             cmd += ["--ros-args"] + [a for k, v in params.items() for a in ("-p", f"{k}:={v}")]
+        self._log = tempfile.TemporaryFile(mode="w+", prefix="sim_node_", suffix=".log")
         self.proc = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+            cmd, stdout=self._log, stderr=subprocess.STDOUT, text=True, start_new_session=True
         )
         self.output = ""
+
+    def wait_output(self, timeout: float) -> None:
+        """Wait for the exit (subprocess.TimeoutExpired if it does not come), then read
+        what the node wrote."""
+        self.proc.wait(timeout=timeout)
+        self._log.seek(0)
+        self.output = self._log.read()
 
     def wait_serving(self, client: "Client", timeout: float = 30.0) -> "SimProcess":
         """Wait until the node serves ~/get_states; fail at once (with its output) if it exits."""
@@ -73,7 +84,7 @@ class SimProcess:
             deadline = time.monotonic() + timeout
             while not probe.service_is_ready():
                 if self.proc.poll() is not None:
-                    self.output, _ = self.proc.communicate(timeout=5)
+                    self.wait_output(timeout=5)
                     raise AssertionError(
                         f"sim_node exited with {self.proc.returncode}:\n{self.output}"
                     )
@@ -89,10 +100,10 @@ class SimProcess:
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
         try:
-            self.output, _ = self.proc.communicate(timeout=timeout)
+            self.wait_output(timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-            self.output, _ = self.proc.communicate(timeout=5)
+            self.wait_output(timeout=5)
             raise AssertionError(
                 f"sim_node did not exit within {timeout}s of signal {sig}:\n{self.output}"
             ) from None
@@ -177,9 +188,22 @@ def client(ros_context) -> Iterator[Client]:
     c.close()
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Keeps each phase's report on the test item, for fixtures that act on failures."""
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, f"report_{report.when}", report)
+
+
+#: How much of a node's output a failed test shows (its end).
+SHOWN_OUTPUT = 20_000
+
+
 @pytest.fixture
-def start_node() -> Iterator[Callable[..., SimProcess]]:
-    """Start sim_node processes; every one is stopped at teardown, whatever happened."""
+def start_node(request) -> Iterator[Callable[..., SimProcess]]:
+    """Start sim_node processes; every one is stopped at teardown, whatever happened.
+    When the test failed, the end of each node's output is shown with it."""
     started: list[SimProcess] = []
 
     def start(params: dict[str, object] | None = None, **kw) -> SimProcess:
@@ -194,6 +218,15 @@ def start_node() -> Iterator[Callable[..., SimProcess]]:
                 p.stop(timeout=5.0)
             except AssertionError:
                 pass
+        else:
+            p.wait_output(timeout=5.0)
+        report = getattr(request.node, "report_call", None)
+        if report is not None and report.failed:
+            print(
+                f"--- sim_node (pid {p.proc.pid}, exit {p.proc.returncode}), the last "
+                f"{SHOWN_OUTPUT} characters of its output ---\n{p.output[-SHOWN_OUTPUT:]}",
+                file=sys.stderr,
+            )
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ Run: python load_client.py ID CALLS OUT.json"""
 from __future__ import annotations
 
 import json
+import os
 import random
 import sys
 import time
@@ -18,8 +19,12 @@ from metasim_msgs.srv import GetStates, LoadSnapshot, SaveSnapshot, SetStates, S
 from rclpy.node import Node
 from std_srvs.srv import SetBool, Trigger
 
+from metasim_ros.ros.qos import SERVICE_QOS
+
 NODE = "/sim_node"
 LONG_STEP = 10_000  # steps of a long ~/step (in slices; other clients may end it early)
+#: Seconds a call may wait for its reply.
+REPLY_WITHIN = 30.0
 
 
 def main() -> None:
@@ -27,8 +32,8 @@ def main() -> None:
     rng = random.Random(cid)
     rclpy.init()
     node = Node(f"load_client_{cid}")
-    clients = {
-        t.__name__: node.create_client(t, f"{NODE}/{n}")
+    clients = {  # as deep as the node's side: each reader also holds the others' replies
+        t.__name__: node.create_client(t, f"{NODE}/{n}", qos_profile=SERVICE_QOS)
         for t, n in (
             (GetStates, "get_states"),
             (SetStates, "set_states"),
@@ -48,12 +53,25 @@ def main() -> None:
                 raise TimeoutError(f"{kind} not available")
             rclpy.spin_once(node, timeout_sec=0.05)
         future = client.call_async(request)
-        deadline = time.monotonic() + 30
+        sent = time.monotonic()
         while not future.done():
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{kind}: no response within 30 s")
+            if time.monotonic() > sent + REPLY_WITHIN:
+                raise TimeoutError(f"{kind}: no reply within {REPLY_WITHIN:.0f} s; {after(future)}")
             rclpy.spin_once(node, timeout_sec=0.05)
         return future.result()
+
+    def after(late) -> str:
+        """What became of a call that got no reply in time: a late reply, or none while
+        the node still answers ~/status (a reply lost), or no answer at all."""
+        status = clients["Trigger"].call_async(Trigger.Request())
+        deadline = time.monotonic() + REPLY_WITHIN
+        while not (late.done() and status.done()) and time.monotonic() < deadline:
+            rclpy.spin_once(node, timeout_sec=0.05)
+        return (
+            f"{'a late reply came' if late.done() else 'no reply'} within {REPLY_WITHIN:.0f} s "
+            f"more; ~/status meanwhile: "
+            f"{status.result().message if status.done() else 'no reply either'}"
+        )
 
     # Warm-up, one harmless call of each kind, retried: Fast DDS drops a service's response
     # when the client's response reader is not matched yet (rmw_fastrtps waits 100 ms for it),
@@ -153,8 +171,12 @@ def main() -> None:
         json.dump(
             {"served": served, "rejected": rejected, "wrong": wrong, "latencies": latencies}, f
         )
-    node.destroy_node()
-    rclpy.try_shutdown()
+    # No DDS teardown: Fast DDS 3.2 can deadlock destroying a participant while another
+    # participant's endpoints are being removed (DomainParticipant::set_listener spins,
+    # holding the GIL, for a discovery callback that waits on its mutex), and the clients
+    # all end at once. This process's work is done and written; the node sees it leave.
+    sys.stdout.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,27 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
+"""The QoS of every service and action server of the node.
+
+rmw_fastrtps sends each reply to every client of the service (a client keeps only its
+own), and a reliable writer with rclpy's default service QoS (keep last 10) may drop a
+reply once newer ones were written. A client that is not scheduled for a moment while
+others call the same service (a busy machine, a long callback, a debugger) then waits
+forever for a reply the node sent. Measured with a stopped client (itself of depth
+1000): depth 10 here lost its reply among 600 replies to another client, depth 1000
+kept it (and lost it among 2000, past its depth). rclpy serves parameters with depth
+1000 for the same reason; so do we. RSS stays flat (1,200 replies of 64 envs).
+
+A client that shares a service with busy clients needs a deep history on its side too:
+its reader holds the replies to the others as well (depth 10 lost it among 100).
+"""
+
+from __future__ import annotations
+
+from rclpy.qos import QoSProfile, qos_profile_parameters
+
+#: Requests and replies of every service (and the services inside each action).
+SERVICE_QOS: QoSProfile = qos_profile_parameters
+#: An action server's goal, cancel and result services (keyword arguments of ActionServer).
+ACTION_QOS: dict[str, QoSProfile] = {
+    f"{kind}_service_qos_profile": SERVICE_QOS for kind in ("goal", "cancel", "result")
+}

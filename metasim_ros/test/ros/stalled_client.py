@@ -1,0 +1,54 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
+"""A client that stops (SIGSTOP) right after sending its request, as a process does
+that is not scheduled for a while. Prints "ready" when its client is matched and warm,
+sends one call when a line comes on stdin and stops itself; once continued, prints
+"reply" or "no reply" (within REPLY_WITHIN s). Run: python stalled_client.py SERVICE"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+
+import rclpy
+from metasim_msgs.srv import GetStates
+from rclpy.node import Node
+from std_srvs.srv import Trigger
+
+from metasim_ros.ros.qos import SERVICE_QOS
+
+TYPES = {"status": Trigger, "get_states": GetStates}
+REPLY_WITHIN = 15.0
+
+
+def main() -> None:
+    service = sys.argv[1]
+    srv_type = TYPES[service]
+    rclpy.init()
+    node = Node("stalled_client")
+    # as deep as the node's side: this reader also holds the replies to other clients
+    client = node.create_client(srv_type, f"/sim_node/{service}", qos_profile=SERVICE_QOS)
+
+    def wait(future, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while not future.done() and time.monotonic() < deadline:
+            rclpy.spin_once(node, timeout_sec=0.05)
+        return future.done()
+
+    if not client.wait_for_service(timeout_sec=20.0):
+        sys.exit(f"{service} not available")
+    for _ in range(3):  # warm: the node's reply writer has matched this reader
+        if not wait(client.call_async(srv_type.Request()), 5.0):
+            sys.exit("no reply to a warm-up call")
+    print("ready", flush=True)
+    sys.stdin.readline()
+    future = client.call_async(srv_type.Request())
+    os.kill(os.getpid(), signal.SIGSTOP)
+    print("reply" if wait(future, REPLY_WITHIN) else "no reply", flush=True)
+    os._exit(0)  # no DDS teardown (see load_client.py)
+
+
+if __name__ == "__main__":
+    main()
