@@ -138,3 +138,27 @@ def test_parameters_are_validated_on_set(start_node, client):
     assert sim_time_from_status(client) > first + 0.1  # still running at real-time factor 1
     later = client.wait_for_message(Clock, "/clock", predicate=lambda m: seconds(m) > first)
     assert seconds(later) > first  # and /clock still publishes
+
+
+def test_paused_node_keeps_every_topic_rate(paused_node, client):
+    """Paused, with every periodic topic subscribed, each comes at its configured rate
+    (ticks come every 5 ms then, and /clock goes first in each)."""
+    from metasim_msgs.msg import Contacts, WorldState
+    from tf2_msgs.msg import TFMessage
+
+    rates = {"/clock": 100, "/joint_states": 50, "/tf": 30, "/sim_node/world_state": 30}
+    rates["/sim_node/contacts"] = 30
+    types = {"/clock": Clock, "/joint_states": JointState, "/tf": TFMessage}
+    types |= {"/sim_node/world_state": WorldState, "/sim_node/contacts": Contacts}
+    counts = dict.fromkeys(rates, 0)
+    for topic, msg_type in types.items():
+        client.node.create_subscription(
+            msg_type, topic, lambda _m, t=topic: counts.__setitem__(t, counts[t] + 1), 100
+        )
+    client.spin_until(lambda: all(counts.values()), 20.0, "every periodic topic")
+    window = 3.0
+    counts.update(dict.fromkeys(counts, 0))
+    end = time.monotonic() + window
+    client.spin_until(lambda: time.monotonic() >= end, window + 5.0, "the counting window")
+    measured = {t: counts[t] / window for t in counts}
+    assert all(measured[t] >= 0.9 * hz for t, hz in rates.items()), measured
