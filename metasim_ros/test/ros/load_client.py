@@ -97,6 +97,8 @@ def main() -> None:
         else:
             raise TimeoutError(f"{kind}: no response to the warm-up call")
 
+    print("ready", flush=True)  # warm: the storm starts when the test says go
+    sys.stdin.readline()
     served: dict[str, int] = {}
     rejected: dict[str, int] = {}
     wrong: list[str] = []

@@ -6,7 +6,9 @@ Every response must be right, /clock must keep publishing (no gap over 50 ms wal
 between two publishes, as ~/status reports it, polled every 2 s over its 10 s window)
 and keep arriving here (no gap over 1 s, received as a sim-time node receives it:
 best effort, depth 1, like rclpy's and rclcpp's TimeSource), memory must not run away;
-p50/p99 of every call kind are printed.
+p50/p99 of every call kind are printed. The clients start and warm up before the storm
+and its measurements begin (four Python processes starting at once on two cores are not
+the calls; they made the longest gaps, 58-85 ms, within the storm's first seconds).
 
 Why two bounds: what the node does is measured where it publishes. Arrival here also
 depends on this process being scheduled among the node, four busy clients and itself
@@ -18,6 +20,7 @@ the same runs. The 1 s bound catches delivery that stops, not that hiccup."""
 from __future__ import annotations
 
 import json
+import select
 import subprocess
 import sys
 import time
@@ -37,6 +40,8 @@ CLOCK_GAP = 0.050
 ARRIVAL_GAP = 1.0
 #: ~/status is asked this often for the longest publish gap of its last 10 s.
 STATUS_POLL = 2.0
+#: Seconds of /clock history ~/status reports its longest gap over (core/gaps.py).
+STATUS_WINDOW = 10.5
 #: What a sim-time node's TimeSource subscribes with.
 TIME_SOURCE_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
 
@@ -78,9 +83,25 @@ def test_four_clients_storm(start_node, client, tmp_path):
     script = Path(__file__).with_name("load_client.py")
     outs = [tmp_path / f"client{i}.json" for i in range(CLIENTS)]
     procs = [
-        subprocess.Popen([sys.executable, str(script), str(i), str(CALLS), str(out)])
+        subprocess.Popen(
+            [sys.executable, str(script), str(i), str(CALLS), str(out)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         for i, out in enumerate(outs)
     ]
+    # The storm is the calls, not four processes starting at once on two cores: every
+    # client starts, matches and warms up first, then ~/status's window (10 s) passes so
+    # its reports cover the calls only, then all go at once.
+    for p in procs:
+        ready = select.select([p.stdout], [], [], 120.0)[0]
+        assert ready and p.stdout.readline().strip() == "ready", "a load client did not start"
+    quiet_until = time.monotonic() + STATUS_WINDOW
+    client.spin_until(lambda: time.monotonic() >= quiet_until, STATUS_WINDOW + 5, "the window")
+    for p in procs:
+        p.stdin.write("go\n")
+        p.stdin.flush()
     storm_start = time.monotonic()
     try:
         client.spin_until(lambda: storm_over(procs), 600.0, "the load clients")
