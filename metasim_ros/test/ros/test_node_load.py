@@ -8,7 +8,8 @@ and keep arriving here (no gap over 1 s, received as a sim-time node receives it
 best effort, depth 1, like rclpy's and rclcpp's TimeSource), memory must not run away;
 p50/p99 of every call kind are printed. The clients start and warm up before the storm
 and its measurements begin (four Python processes starting at once on two cores are not
-the calls; they made the longest gaps, 58-85 ms, within the storm's first seconds).
+the calls; with them inside the storm, gaps of 58-85 ms were seen, one 85 ms within its
+first second).
 
 Why two bounds: what the node does is measured where it publishes. Arrival here also
 depends on this process being scheduled among the node, four busy clients and itself
