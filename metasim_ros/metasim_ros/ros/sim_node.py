@@ -212,6 +212,16 @@ class SimNode(Node):
         self.fast_services.stop()
         self.sim.loop.stop()
 
+    def destroy_node(self) -> None:
+        """The action servers first: rclpy's destroy_node leaves them (they are waitables),
+        and each keeps the node, so the DDS participant, alive to the end of the process.
+        Then the participant never said goodbye: peers kept the node's services for its
+        lease (20 s), so a client of a node started next could send to the old one and
+        wait forever, and its shared-memory segment stayed in /dev/shm."""
+        self.trajectory_server.destroy()
+        self.sim_interfaces.destroy()
+        super().destroy_node()
+
     # -- subscriptions ---------------------------------------------------------------
     def _on_joint_targets(self, msg: JointState) -> None:
         try:

@@ -15,6 +15,7 @@ import pytest
 from metasim_msgs.srv import LoadSnapshot, SaveSnapshot
 
 from metasim_ros.core.atomic import TEMP_NAME
+from shared_memory import shm_segments
 
 NODE = "/sim_node"
 
@@ -80,17 +81,6 @@ def test_start_removes_temp_files_of_interrupted_saves(
     assert found == [(str(len(left)), str(size))], node.output
 
 
-def shm_segments(pid: int) -> set[Path]:
-    """The Fast DDS shared-memory segments a process has mapped: its own and those of the
-    participants it sends to (ports are shared by all)."""
-    maps = Path(f"/proc/{pid}/maps").read_text()
-    return {
-        Path(p)
-        for p in re.findall(r"(/dev/shm/fastdds_\S+)", maps)
-        if not Path(p).name.startswith("fastdds_port")
-    }
-
-
 def test_start_cleans_shared_memory_of_killed_nodes(start_node, client, snapshot_dir):
     if not shutil.which("fastdds"):
         pytest.skip("no fastdds tool on PATH")
@@ -99,6 +89,9 @@ def test_start_cleans_shared_memory_of_killed_nodes(start_node, client, snapshot
     segments = shm_segments(killed.proc.pid) - before  # its own
     if not segments:
         pytest.skip("the middleware uses no Fast DDS shared memory here")
+    # the whole process group: the node's own start-up clean (a child process) must not
+    # outlive it and remove its segments before the next node's clean is tested
+    os.killpg(killed.proc.pid, signal.SIGKILL)
     killed.stop(signal.SIGKILL)
     assert all(p.exists() for p in segments), "SIGKILL left no segment behind"
     node = start_node({"paused": True, "snapshot_dir": str(snapshot_dir)}).wait_serving(client)

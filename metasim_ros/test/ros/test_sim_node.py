@@ -18,6 +18,8 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
+from shared_memory import shm_segments
+
 FRANKA_JOINTS = [f"panda_joint{i}" for i in range(1, 8)] + [
     "panda_finger_joint1",
     "panda_finger_joint2",
@@ -48,6 +50,27 @@ def test_sigterm_exits_cleanly(start_node, client):
     node = start_node()
     client.wait_for_message(Clock, "/clock", timeout=30.0)
     assert node.stop(signal.SIGTERM, timeout=5.0) == 0, node.output
+
+
+#: Fast DDS drops a participant that left without a word only when its lease ends (20 s)
+LEFT_WITHIN = 5.0  # s
+
+
+def test_a_stopped_node_leaves_the_graph_at_once(start_node, client):
+    """Peers forget a stopped node at once and it leaves no shared memory behind. A node
+    whose DDS participant outlived it (its action servers kept it) stayed in every peer's
+    graph for its 20 s lease: a client of the node started next could send its request to
+    the old one's services and wait forever."""
+    before = set(Path("/dev/shm").iterdir()) if Path("/dev/shm").is_dir() else set()
+    node = start_node().wait_serving(client)
+    own = shm_segments(node.proc.pid) - before
+    names = {"sim_node", "sim_node_states"}
+    assert names <= set(client.node.get_node_names())
+    assert node.stop(signal.SIGINT) == 0, node.output
+    client.spin_until(
+        lambda: not names & set(client.node.get_node_names()), LEFT_WITHIN, "the node to leave"
+    )
+    assert not [p for p in own if p.exists()], "shared memory left behind"
 
 
 def test_broken_scene_fails_with_one_line(start_node, tmp_path):
