@@ -7,7 +7,6 @@ Run: python load_client.py ID CALLS OUT.json"""
 from __future__ import annotations
 
 import json
-import os
 import random
 import sys
 import time
@@ -173,12 +172,15 @@ def main() -> None:
         json.dump(
             {"served": served, "rejected": rejected, "wrong": wrong, "latencies": latencies}, f
         )
-    # No DDS teardown: Fast DDS 3.2 can deadlock destroying a participant while another
-    # participant's endpoints are being removed (DomainParticipant::set_listener spins,
-    # holding the GIL, for a discovery callback that waits on its mutex), and the clients
-    # all end at once. This process's work is done and written; the node sees it leave.
-    sys.stdout.flush()
-    os._exit(0)
+    # Leave when the test says so, one client at a time: Fast DDS 3.2 can deadlock
+    # destroying a participant while another one's endpoints are being removed
+    # (DomainParticipant::set_listener spins, holding the GIL, for a discovery callback
+    # that waits on its mutex), which four clients ending at once made likely. A clean
+    # teardown says goodbye: peers would otherwise keep this participant for its lease.
+    print("done", flush=True)
+    sys.stdin.readline()
+    node.destroy_node()
+    rclpy.shutdown()
 
 
 if __name__ == "__main__":

@@ -47,7 +47,8 @@ def main() -> None:
     future = client.call_async(srv_type.Request())
     os.kill(os.getpid(), signal.SIGSTOP)
     print("reply" if wait(future, REPLY_WITHIN) else "no reply", flush=True)
-    os._exit(0)  # no DDS teardown (see load_client.py)
+    node.destroy_node()  # the only participant leaving: no teardown race (load_client.py)
+    rclpy.shutdown()
 
 
 if __name__ == "__main__":

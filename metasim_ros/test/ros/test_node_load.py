@@ -67,6 +67,8 @@ def test_four_clients_storm(start_node, client, tmp_path):
     published_gaps: list[float] = []  # ms, as ~/status reports them
     poll: dict[str, object] = {"next": 0.0, "pending": None}
 
+    done: set[int] = set()  # clients that wrote their results
+
     def storm_over(procs: list[subprocess.Popen]) -> bool:
         """Polls ~/status (one call at a time) while the clients run."""
         pending = poll["pending"]
@@ -76,7 +78,11 @@ def test_four_clients_storm(start_node, client, tmp_path):
         elif pending is None and time.monotonic() >= poll["next"]:
             poll["pending"] = status.call_async(Trigger.Request())
             poll["next"] = time.monotonic() + STATUS_POLL
-        return all(p.poll() is not None for p in procs)
+        for i, p in enumerate(procs):
+            if i not in done and (p.poll() is not None or select.select([p.stdout], [], [], 0)[0]):
+                assert p.stdout.readline().strip() == "done", f"load client {i} ended early"
+                done.add(i)
+        return len(done) == len(procs)
 
     client.spin_until(lambda: len(arrivals) > 10, 20.0, "/clock")
     rss_before = rss_mb(node.proc.pid)
@@ -106,12 +112,16 @@ def test_four_clients_storm(start_node, client, tmp_path):
     storm_start = time.monotonic()
     try:
         client.spin_until(lambda: storm_over(procs), 600.0, "the load clients")
+        storm_end = time.monotonic()
+        for p in procs:  # one at a time (see load_client.py)
+            p.stdin.write("leave\n")
+            p.stdin.flush()
+            p.wait(timeout=20)
     finally:
         for p in procs:
             if p.poll() is None:
                 p.kill()
                 p.wait()
-    storm_end = time.monotonic()
     assert [p.returncode for p in procs] == [0] * CLIENTS
 
     results = [json.loads(o.read_text()) for o in outs]
