@@ -125,6 +125,13 @@ class Client:
                 raise AssertionError(f"timed out after {timeout}s waiting for {what}")
             self.executor.spin_once(timeout_sec=0.05)
 
+    def graph(self, service: str) -> str:
+        """What this process sees of a service and the nodes, for a call that got no reply."""
+        return (
+            f"{self.node.count_services(service)} server(s) of it seen; nodes seen: "
+            f"{sorted(self.node.get_fully_qualified_node_names())}"
+        )
+
     def wait_for_message(
         self,
         msg_type: type[T],
@@ -164,7 +171,7 @@ class Client:
         try:
             self.spin_until(lambda: client.service_is_ready(), timeout, f"service {name}")
             future = client.call_async(request)
-            self.spin_until(future.done, timeout, f"response from {name}")
+            self.spin_until(future.done, timeout, f"response from {name} ({self.graph(name)})")
             return future.result()
         finally:
             self.node.destroy_client(client)

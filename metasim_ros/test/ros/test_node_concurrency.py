@@ -89,7 +89,13 @@ class Watch:
                     self.status_texts.append(future.result().message)
                 pending = None
         if pending is not None:  # the last poll's reply counts too
-            self.client.spin_until(pending[2].done, 20.0, "the last poll")
+            kind, sent = pending[0], pending[1] - start
+            self.client.spin_until(
+                pending[2].done,
+                20.0,
+                f"the last poll ({kind}, sent {sent:.2f} s into the watch; "
+                f"{self.client.graph(f'{NODE}/{kind}')})",
+            )
             self.replies[pending[0]].append(time.monotonic() - pending[1])
         return start, time.monotonic()
 
