@@ -244,10 +244,6 @@ class SimInterfaces:
             **ACTION_QOS,
         )
 
-    def destroy(self) -> None:
-        """Destroy the SimulateSteps action server (rclpy's destroy_node leaves it)."""
-        self._action.destroy()
-
     # -- simulation ------------------------------------------------------------------
     def get_simulator_features(self, request, response):
         """Exactly the features this node implements (and its tests exercise)."""

@@ -17,6 +17,7 @@ from typing import Any
 
 import mujoco
 import rclpy
+from rclpy.action import ActionServer
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.event_handler import PublisherEventCallbacks
 from rclpy.executors import MultiThreadedExecutor
@@ -215,11 +216,12 @@ class SimNode(Node):
     def destroy_node(self) -> None:
         """The action servers first: rclpy's destroy_node leaves them (they are waitables),
         and each keeps the node, so the DDS participant, alive to the end of the process.
-        Then the participant never said goodbye: peers kept the node's services for its
-        lease (20 s), so a client of a node started next could send to the old one and
-        wait forever, and its shared-memory segment stayed in /dev/shm."""
-        self.trajectory_server.destroy()
-        self.sim_interfaces.destroy()
+        Then the participant never said goodbye: peers kept it, and listed the node, for
+        its lease (20 s), and its shared memory stayed in /dev/shm. Whatever exists: rclpy
+        also calls this for a node whose construction failed."""
+        for waitable in list(self.waitables):
+            if isinstance(waitable, ActionServer):
+                waitable.destroy()
         super().destroy_node()
 
     # -- subscriptions ---------------------------------------------------------------

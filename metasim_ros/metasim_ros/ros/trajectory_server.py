@@ -199,12 +199,6 @@ class TrajectoryServer:
                     **ACTION_QOS,
                 )
 
-    def destroy(self) -> None:
-        """Destroy the action servers (rclpy's destroy_node leaves them; see SimNode)."""
-        for server in self.servers.values():
-            server.destroy()
-        self.servers.clear()
-
     def _check(self, robot: str, goal: FollowJointTrajectory.Goal) -> GoalResponse:
         try:
             parsed = goal_from_action(goal, self._max_joints)

@@ -57,10 +57,9 @@ LEFT_WITHIN = 5.0  # s
 
 
 def test_a_stopped_node_leaves_the_graph_at_once(start_node, client):
-    """Peers forget a stopped node at once and it leaves no shared memory behind. A node
-    whose DDS participant outlived it (its action servers kept it) stayed in every peer's
-    graph for its 20 s lease: a client of the node started next could send its request to
-    the old one's services and wait forever."""
+    """Peers forget a stopped node at once and it leaves no shared memory behind: a node
+    whose DDS participant outlived its work (its action servers kept it) stayed in every
+    peer's graph for its 20 s lease, and its segment in /dev/shm."""
     before = set(Path("/dev/shm").iterdir()) if Path("/dev/shm").is_dir() else set()
     node = start_node().wait_serving(client)
     own = shm_segments(node.proc.pid) - before
