@@ -64,11 +64,13 @@ def test_a_stopped_node_leaves_the_graph_at_once(start_node, client):
     node = start_node().wait_serving(client)
     own = shm_segments(node.proc.pid) - before
     names = {"sim_node", "sim_node_states"}
-    assert names <= set(client.node.get_node_names())
+
+    def seen() -> set[str]:
+        return set(client.node.get_node_names())
+
+    client.spin_until(lambda: names <= seen(), 20.0, "the node's names in the graph")
     assert node.stop(signal.SIGINT) == 0, node.output
-    client.spin_until(
-        lambda: not names & set(client.node.get_node_names()), LEFT_WITHIN, "the node to leave"
-    )
+    client.spin_until(lambda: not names & seen(), LEFT_WITHIN, "the node to leave")
     assert not [p for p in own if p.exists()], "shared memory left behind"
 
 
