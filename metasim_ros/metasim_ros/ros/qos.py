@@ -13,6 +13,9 @@ kept it (and lost it among 2000, past its depth). rclpy serves parameters with d
 
 A client that shares a service with busy clients needs a deep history on its side too:
 its reader holds the replies to the others as well (depth 10 lost it among 100).
+
+Applied by SimNode.create_service (every service of the node) and FastServices; action
+servers are created outside the node's methods and take ACTION_QOS.
 """
 
 from __future__ import annotations

@@ -48,7 +48,6 @@ from metasim_ros.core.text import bounded, log_block
 from metasim_ros.ros.conversions import WorldStateFiller, world_to_states
 from metasim_ros.ros.fast_services import FastServices
 from metasim_ros.ros.parameters import SimParameters
-from metasim_ros.ros.qos import SERVICE_QOS
 from metasim_ros.ros.streams import read_remaining, read_worlds
 
 
@@ -157,7 +156,7 @@ class SimServices:
             (Step, "~/step", self.step, g.stepping),
             (Trigger, "~/status", self.status, g.reads),
         ):
-            node.create_service(srv_type, name, cb, qos_profile=SERVICE_QOS, callback_group=group)
+            node.create_service(srv_type, name, cb, callback_group=group)
         self._replies = _Replies()
 
     def _snapshot_path(self, name: str) -> Path:

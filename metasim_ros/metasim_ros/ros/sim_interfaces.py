@@ -39,7 +39,7 @@ from metasim_ros.core.text import bounded, shown
 from metasim_ros.ros.conversions import fill_pose, fill_twist, stamp, wxyz, xyz
 from metasim_ros.ros.message_sizes import check_message_sizes
 from metasim_ros.ros.parameters import SimParameters
-from metasim_ros.ros.qos import ACTION_QOS, SERVICE_QOS
+from metasim_ros.ros.qos import ACTION_QOS
 from metasim_ros.ros.services import guarded
 
 R = sm.Result
@@ -232,8 +232,7 @@ class SimInterfaces:
             (ss.UnloadWorld, self.unload_world),
             (ss.GetCurrentWorld, self.get_current_world),
         ):
-            name = self.prefix + cb.__name__
-            node.create_service(srv_type, name, cb, qos_profile=SERVICE_QOS, callback_group=group)
+            node.create_service(srv_type, self.prefix + cb.__name__, cb, callback_group=group)
         self._action = ActionServer(
             node,
             sa.SimulateSteps,

@@ -24,6 +24,7 @@ from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.publisher import Publisher
+from rclpy.service import Service
 from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import JointState
 
@@ -42,6 +43,7 @@ from metasim_ros.ros.conversions import targets_from_joint_state
 from metasim_ros.ros.fast_services import FastServices
 from metasim_ros.ros.joint_command import JointCommandSubscriber
 from metasim_ros.ros.log_limit import LogLimit
+from metasim_ros.ros.qos import SERVICE_QOS
 from metasim_ros.ros.rviz import RvizTopics
 from metasim_ros.ros.sensor_topics import SensorTopics
 from metasim_ros.ros.services import ServiceGroups, SimServices
@@ -184,6 +186,13 @@ class SimNode(Node):
         a volatile topic."""
         kwargs.setdefault("event_callbacks", PublisherEventCallbacks(use_default_callbacks=False))
         return super().create_publisher(*args, **kwargs)
+
+    def create_service(self, *args: Any, **kwargs: Any) -> Service:
+        """A service that keeps its replies as deep as rclpy's parameter services do
+        (ros/qos.py: with the default depth a client not scheduled for a moment lost its
+        reply): every service of the node, wherever it is declared."""
+        kwargs.setdefault("qos_profile", SERVICE_QOS)
+        return super().create_service(*args, **kwargs)
 
     def start(self) -> None:
         """Start physics and cameras; say on the log what runs where."""

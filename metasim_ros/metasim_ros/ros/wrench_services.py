@@ -12,7 +12,6 @@ from std_srvs.srv import Trigger
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.state import limits
 from metasim_ros.ros.conversions import xyz
-from metasim_ros.ros.qos import SERVICE_QOS
 from metasim_ros.ros.services import replying
 
 
@@ -22,11 +21,8 @@ class WrenchServices:
     def __init__(self, node: Node, sim: SimulationAccess, group: CallbackGroup) -> None:
         self._sim = sim
         self.log_error = node.get_logger().error
-        for srv_type, name, cb in (
-            (ApplyWrench, "~/apply_wrench", self.apply_wrench),
-            (Trigger, "~/clear_wrenches", self.clear_wrenches),
-        ):
-            node.create_service(srv_type, name, cb, qos_profile=SERVICE_QOS, callback_group=group)
+        node.create_service(ApplyWrench, "~/apply_wrench", self.apply_wrench, callback_group=group)
+        node.create_service(Trigger, "~/clear_wrenches", self.clear_wrenches, callback_group=group)
 
     @replying
     def apply_wrench(self, request: ApplyWrench.Request, response: ApplyWrench.Response):

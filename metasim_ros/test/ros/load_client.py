@@ -19,6 +19,7 @@ from rclpy.node import Node
 from std_srvs.srv import SetBool, Trigger
 
 from metasim_ros.ros.qos import SERVICE_QOS
+from spinning import spin_until
 
 NODE = "/sim_node"
 LONG_STEP = 10_000  # steps of a long ~/step (in slices; other clients may end it early)
@@ -46,26 +47,18 @@ def main() -> None:
 
     def call(kind: str, request):
         client = clients[kind]
-        deadline = time.monotonic() + 30
-        while not client.service_is_ready():
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{kind} not available")
-            rclpy.spin_once(node, timeout_sec=0.05)
+        if not spin_until(node, client.service_is_ready, 30):
+            raise TimeoutError(f"{kind} not available")
         future = client.call_async(request)
-        sent = time.monotonic()
-        while not future.done():
-            if time.monotonic() > sent + REPLY_WITHIN:
-                raise TimeoutError(f"{kind}: no reply within {REPLY_WITHIN:.0f} s; {after(future)}")
-            rclpy.spin_once(node, timeout_sec=0.05)
+        if not spin_until(node, future.done, REPLY_WITHIN):
+            raise TimeoutError(f"{kind}: no reply within {REPLY_WITHIN:.0f} s; {after(future)}")
         return future.result()
 
     def after(late) -> str:
         """What became of a call that got no reply in time: a late reply, or none while
         the node still answers ~/status (a reply lost), or no answer at all."""
         status = clients["Trigger"].call_async(Trigger.Request())
-        deadline = time.monotonic() + REPLY_WITHIN
-        while not (late.done() and status.done()) and time.monotonic() < deadline:
-            rclpy.spin_once(node, timeout_sec=0.05)
+        spin_until(node, lambda: late.done() and status.done(), REPLY_WITHIN)
         return (
             f"{'a late reply came' if late.done() else 'no reply'} within {REPLY_WITHIN:.0f} s "
             f"more; ~/status meanwhile: "
@@ -83,15 +76,9 @@ def main() -> None:
         ("Step", Step.Request(steps=1)),
     )
     for kind, request in warm_up:
-        ready_by = time.monotonic() + 30
-        while not clients[kind].service_is_ready() and time.monotonic() < ready_by:
-            rclpy.spin_once(node, timeout_sec=0.05)
+        spin_until(node, clients[kind].service_is_ready, 30)
         for _ in range(5):
-            future = clients[kind].call_async(request)
-            deadline = time.monotonic() + 3
-            while not future.done() and time.monotonic() < deadline:
-                rclpy.spin_once(node, timeout_sec=0.05)
-            if future.done():
+            if spin_until(node, clients[kind].call_async(request).done, 3):
                 break
         else:
             raise TimeoutError(f"{kind}: no response to the warm-up call")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import time
 
 import rclpy
 from metasim_msgs.srv import GetStates
@@ -18,6 +17,7 @@ from rclpy.node import Node
 from std_srvs.srv import Trigger
 
 from metasim_ros.ros.qos import SERVICE_QOS
+from spinning import spin_until
 
 TYPES = {"status": Trigger, "get_states": GetStates}
 REPLY_WITHIN = 15.0
@@ -31,22 +31,16 @@ def main() -> None:
     # as deep as the node's side: this reader also holds the replies to other clients
     client = node.create_client(srv_type, f"/sim_node/{service}", qos_profile=SERVICE_QOS)
 
-    def wait(future, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while not future.done() and time.monotonic() < deadline:
-            rclpy.spin_once(node, timeout_sec=0.05)
-        return future.done()
-
     if not client.wait_for_service(timeout_sec=20.0):
         sys.exit(f"{service} not available")
     for _ in range(3):  # warm: the node's reply writer has matched this reader
-        if not wait(client.call_async(srv_type.Request()), 5.0):
+        if not spin_until(node, client.call_async(srv_type.Request()).done, 5.0):
             sys.exit("no reply to a warm-up call")
     print("ready", flush=True)
     sys.stdin.readline()
     future = client.call_async(srv_type.Request())
     os.kill(os.getpid(), signal.SIGSTOP)
-    print("reply" if wait(future, REPLY_WITHIN) else "no reply", flush=True)
+    print("reply" if spin_until(node, future.done, REPLY_WITHIN) else "no reply", flush=True)
     node.destroy_node()  # the only participant leaving: no teardown race (load_client.py)
     rclpy.shutdown()
 

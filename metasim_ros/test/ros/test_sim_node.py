@@ -12,11 +12,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from metasim_msgs.msg import Contacts, WorldState
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import ListParameters, SetParameters
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
+from tf2_msgs.msg import TFMessage
 
 from shared_memory import shm_segments
 
@@ -167,8 +169,6 @@ def test_parameters_are_validated_on_set(start_node, client):
 def test_paused_node_keeps_every_topic_rate(paused_node, client):
     """Paused, with every periodic topic subscribed, each comes at its configured rate
     (ticks come every 5 ms then, and /clock goes first in each)."""
-    from metasim_msgs.msg import Contacts, WorldState
-    from tf2_msgs.msg import TFMessage
 
     rates = {"/clock": 100, "/joint_states": 50, "/tf": 30, "/sim_node/world_state": 30}
     rates["/sim_node/contacts"] = 30
