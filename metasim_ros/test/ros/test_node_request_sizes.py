@@ -1,17 +1,10 @@
 # Copyright 2026 metasim_ros developers
 # SPDX-License-Identifier: Apache-2.0
 """Oversized requests are refused before the node builds anything from them: the reply
-says the count and the limit, nothing changes, a 100,000-model request costs about what
-a bare rclpy service spends receiving it, and a second one does not grow the node."""
+says the count and the limit, nothing changes, and a second 100,000-model request does
+not grow the node."""
 
 from __future__ import annotations
-
-import signal
-import statistics
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import mujoco
 import numpy as np
@@ -33,7 +26,6 @@ from metasim_ros.ros.conversions import targets_from_joint_state
 from metasim_ros.ros.trajectory_server import check_trajectory_sizes
 from metasim_ros.scenes import default_scene_path
 
-ECHO_SERVER = Path(__file__).parents[3] / "bench" / "echo_server.py"
 HOSTILE_MODELS = 100_000
 
 
@@ -227,53 +219,18 @@ def test_oversized_joint_inputs_are_ignored_and_the_next_one_applies(paused_node
         assert str(info.value) == expected
 
 
-def _timed_call(client, srv, request, timeout: float = 120.0) -> tuple[float, object]:
-    t0 = time.perf_counter()
-    future = srv.call_async(request)
-    client.spin_until(future.done, timeout, "a reply to the oversized request")
-    return time.perf_counter() - t0, future.result()
-
-
-def test_oversized_set_states_costs_what_rclpy_does_and_keeps_nothing(paused_node, client):
-    """Alternating with a bare rclpy SetStates service (bench/echo_server.py) given the same
-    request, the node answers within 1.3x its median time; a second such request grows the
-    node's RSS by less than 10 MB."""
-    echo = subprocess.Popen([sys.executable, str(ECHO_SERVER)], start_new_session=True)
-    try:
-        ours = client.node.create_client(SetStates, "/sim_node/set_states")
-        bare = client.node.create_client(SetStates, "/echo/set_states")
-        client.spin_until(
-            lambda: ours.service_is_ready() and bare.service_is_ready(), 60, "both services"
-        )
-        request = SetStates.Request(
-            states=[WorldState(model_states=[ModelState()] * HOSTILE_MODELS)]
-        )
-        times: dict[str, list[float]] = {"ours": [], "bare": []}
-        rss: list[float] = []
-        for i in range(4):
-            order = (
-                (("ours", ours), ("bare", bare)) if i % 2 == 0 else (("bare", bare), ("ours", ours))
-            )
-            for key, srv in order:
-                elapsed, res = _timed_call(client, srv, request)
-                times[key].append(elapsed)
-                if key == "ours":
-                    assert not res.success
-                    assert f"{HOSTILE_MODELS} model states" in res.message, res.message
-                    rss.append(psutil.Process(paused_node.proc.pid).memory_info().rss / 2**20)
-        ratio = statistics.median(times["ours"]) / statistics.median(times["bare"])
-        assert ratio <= 1.3, (ratio, times)
-        assert rss[1] - rss[0] < 10.0, rss
-        # and the node still serves normally
-        states = client.call(GetStates, "/sim_node/get_states", GetStates.Request()).states
-        assert sorted(ms.name for ms in states[0].model_states) == sorted(scene_models())
-        assert np.isfinite(
-            np.concatenate([list(v) for v in joint_positions(states).values()])
-        ).all()
-    finally:
-        echo.send_signal(signal.SIGINT)
-        try:
-            echo.wait(10)
-        except subprocess.TimeoutExpired:
-            echo.kill()
-            echo.wait(5)
+def test_oversized_set_states_is_refused_and_keeps_nothing(paused_node, client):
+    """Two 100,000-model requests: each refused with its count, the second grows the node's
+    RSS by less than 10 MB, and the node still serves. (What such a request costs against
+    a bare rclpy service is measured by bench/bench_hostile.py, not asserted here.)"""
+    request = SetStates.Request(states=[WorldState(model_states=[ModelState()] * HOSTILE_MODELS)])
+    rss: list[float] = []
+    for _ in range(2):
+        res = client.call(SetStates, "/sim_node/set_states", request, timeout=120.0)
+        assert not res.success
+        assert f"{HOSTILE_MODELS} model states" in res.message, res.message
+        rss.append(psutil.Process(paused_node.proc.pid).memory_info().rss / 2**20)
+    assert rss[1] - rss[0] < 10.0, rss
+    states = client.call(GetStates, "/sim_node/get_states", GetStates.Request()).states
+    assert sorted(ms.name for ms in states[0].model_states) == sorted(scene_models())
+    assert np.isfinite(np.concatenate([list(v) for v in joint_positions(states).values()])).all()
