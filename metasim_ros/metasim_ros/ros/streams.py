@@ -25,6 +25,7 @@ from typing import Any
 
 from metasim_msgs.msg import WorldState
 from rclpy.node import Node
+from rclpy.publisher import Publisher
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
@@ -56,6 +57,11 @@ class _Stream:
     publish: Callable[[Any], None]  # after it: fill and publish
     due: float = 0.0
     active: Callable[[], bool] | None = None  # None: always published
+
+
+def subscribed(pub: Publisher) -> Callable[[], bool]:
+    """An `active` test: does anyone subscribe to `pub` now (about 1 us)."""
+    return lambda: pub.get_subscription_count() > 0
 
 
 def _period(hz: float) -> float:
@@ -158,6 +164,9 @@ class Streams:
 
         self._publish_world_msg = world_pub.publish
 
+        # /clock always (sim-time nodes wait for it; ~/status reports its gaps); the others
+        # only while someone subscribes: unread they cost the physics thread about a tenth
+        # of a core, and every GIL hand-over delays the callbacks of the node.
         self._streams = {
             "clock_rate": _Stream(
                 _period(params.clock_rate), lambda h: h.sim_time(0), publish_clock
@@ -166,16 +175,19 @@ class Streams:
                 _period(params.joint_state_rate),
                 lambda h: self._layout.joints.fill(0),
                 joint_pub.publish,
+                active=subscribed(joint_pub),
             ),
             "world_state_rate": _Stream(
                 _period(params.world_state_rate),
                 lambda h: (h.model_version, h.num_envs, read_worlds(h)),
                 publish_world,
+                active=subscribed(world_pub),
             ),
             "tf_rate": _Stream(
                 _period(params.tf_rate),
                 lambda h: self._layout.tf.read(h.synced_data(0)),
                 lambda r: tf_pub.publish(self._layout.tf.fill(r)),
+                active=subscribed(tf_pub),
             ),
         }
         self._world = self._streams["world_state_rate"]  # the one that goes out in rounds

@@ -102,10 +102,13 @@ def test_world_state_of_many_envs_goes_out_a_few_envs_per_tick(tmp_path, client)
     streams._publish_world_msg = counted_publish
     loop = node.sim.loop
     loop._ticks[loop._ticks.index(tick)] = counted_tick
+    # ~/world_state goes out while someone subscribes
+    reader = client.node.create_subscription(WorldState, "/sim_node/world_state", id, 10)
     try:
         node.start()
         client.spin_until(lambda: sum(map(len, per_tick)) >= 3 * 64, 30.0, "three sweeps")
     finally:
+        client.node.destroy_subscription(reader)
         node.shutdown()
         node.destroy_node()
         rclpy.try_shutdown(context=context)
