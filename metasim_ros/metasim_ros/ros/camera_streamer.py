@@ -22,6 +22,7 @@ from metasim_ros.core.scene.cameras import CameraRenderer, intrinsic_matrix
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.ros.conversions import stamp
 from metasim_ros.ros.parameters import SimParameters
+from metasim_ros.ros.readers import anyone_reads
 
 #: Reliable keep-last: matches reliable (rviz2's default) and best-effort readers, and a
 #: slow reader never makes the publisher wait.
@@ -63,9 +64,7 @@ class _CameraTopics:
             msg.header.frame_id = frame
 
     def wanted(self) -> bool:
-        return any(
-            p.get_subscription_count() > 0 for p in (self.rgb_pub, self.depth_pub, self.info_pub)
-        )
+        return anyone_reads(self.rgb_pub, self.depth_pub, self.info_pub)
 
     def publish(self, rgb: np.ndarray, depth: np.ndarray, sim_time: float) -> None:
         now = stamp(sim_time)

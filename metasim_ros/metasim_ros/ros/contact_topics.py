@@ -20,6 +20,7 @@ from metasim_ros.core.state.forces import ContactReadings
 from metasim_ros.core.state.frames import FrameTree, mat_to_quat
 from metasim_ros.ros.conversions import fill_wrench, fill_wxyz, fill_xyz, stamp
 from metasim_ros.ros.parameters import SimParameters
+from metasim_ros.ros.readers import anyone_reads
 
 
 class ContactTopics:
@@ -48,14 +49,12 @@ class ContactTopics:
 
     def active(self) -> bool:
         """Someone subscribes to the contacts or their markers."""
-        return self._pub.get_subscription_count() > 0 or (
-            self._marker_pub.get_subscription_count() > 0
-        )
+        return anyone_reads(self._pub, self._marker_pub)
 
     def publish(self, c: ContactReadings) -> None:
         """Fill and publish from one reading (no lock needed)."""
-        want_contacts = self._pub.get_subscription_count() > 0
-        want_markers = self._marker_pub.get_subscription_count() > 0
+        want_contacts = anyone_reads(self._pub)
+        want_markers = anyone_reads(self._marker_pub)
         self._msg.header.stamp = stamp(c.time)
         if want_contacts:
             self._pub.publish(self._fill(c))

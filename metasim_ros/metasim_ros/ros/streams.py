@@ -25,7 +25,6 @@ from typing import Any
 
 from metasim_msgs.msg import WorldState
 from rclpy.node import Node
-from rclpy.publisher import Publisher
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
@@ -37,6 +36,7 @@ from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.state.frames import FrameTree
 from metasim_ros.ros.conversions import JointStateFiller, WorldStateFiller, stamp
 from metasim_ros.ros.parameters import SimParameters
+from metasim_ros.ros.readers import anyone_reads
 from metasim_ros.ros.tf import DynamicTf, static_message
 
 #: Topics besides /clock published in one tick (ticks come every physics batch, and
@@ -57,11 +57,6 @@ class _Stream:
     publish: Callable[[Any], None]  # after it: fill and publish
     due: float = 0.0
     active: Callable[[], bool] | None = None  # None: always published
-
-
-def subscribed(pub: Publisher) -> Callable[[], bool]:
-    """An `active` test: does anyone subscribe to `pub` now (about 1 us)."""
-    return lambda: pub.get_subscription_count() > 0
 
 
 def _period(hz: float) -> float:
@@ -175,19 +170,19 @@ class Streams:
                 _period(params.joint_state_rate),
                 lambda h: self._layout.joints.fill(0),
                 joint_pub.publish,
-                active=subscribed(joint_pub),
+                active=lambda: anyone_reads(joint_pub),
             ),
             "world_state_rate": _Stream(
                 _period(params.world_state_rate),
                 lambda h: (h.model_version, h.num_envs, read_worlds(h)),
                 publish_world,
-                active=subscribed(world_pub),
+                active=lambda: anyone_reads(world_pub),
             ),
             "tf_rate": _Stream(
                 _period(params.tf_rate),
                 lambda h: self._layout.tf.read(h.synced_data(0)),
                 lambda r: tf_pub.publish(self._layout.tf.fill(r)),
-                active=subscribed(tf_pub),
+                active=lambda: anyone_reads(tf_pub),
             ),
         }
         self._world = self._streams["world_state_rate"]  # the one that goes out in rounds
