@@ -1,20 +1,65 @@
 # Copyright 2026 metasim_ros developers
 # SPDX-License-Identifier: Apache-2.0
 """Trajectory interpolation: each segment meets its end points' positions, velocities and
-accelerations (what linear / cubic / quintic promise), checked by finite differences."""
+accelerations (what linear / cubic / quintic promise), checked by the boundary conditions
+themselves (numpy's own polynomial evaluation at both ends) and by finite differences."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from metasim_ros.core.sim.interpolation import Spline, Waypoints
+from numpy.polynomial import polynomial as P
+
+from metasim_ros.core.sim.interpolation import Spline, Waypoints, segment_coefficients
 
 START = (np.array([0.0, 1.0]), np.array([0.5, 0.0]), np.array([0.0, -1.0]))
 TIMES = np.array([1.0, 2.5])
 POS = np.array([[1.0, 0.0], [-0.5, 2.0]])
 VEL = np.array([[0.3, -0.2], [0.0, 0.0]])
 ACC = np.array([[1.0, 0.5], [0.0, 0.0]])
+
+
+def _at(c: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Position, velocity, acceleration of polynomials [J, 6] at tau (numpy's evaluation)."""
+    return tuple(
+        np.array([P.polyval(tau, P.polyder(row, k)) for row in c]) for k in range(3)
+    )
+
+
+@pytest.mark.parametrize("kind", ["linear", "cubic", "quintic"])
+def test_every_segment_meets_its_boundary_conditions(kind):
+    """Random segments: at tau = 0 the start state (position; velocity for cubic; and
+    acceleration for quintic), at tau = T the end point's given values, to 1e-12."""
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        t = float(rng.uniform(0.2, 3.0))  # float error grows as 1/T^k below
+        p0, v0, a0, p1, v1, a1 = rng.uniform(-1.5, 1.5, (6, 4))
+        c = segment_coefficients(
+            t,
+            p0,
+            v0,
+            a0,
+            p1,
+            None if kind == "linear" else v1,
+            a1 if kind == "quintic" else None,
+        )
+        start, end = _at(c, 0.0), _at(c, t)
+        np.testing.assert_allclose(start[0], p0, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(end[0], p1, rtol=0, atol=1e-12)
+        if kind != "linear":
+            np.testing.assert_allclose(start[1], v0, rtol=0, atol=1e-12)
+            np.testing.assert_allclose(end[1], v1, rtol=0, atol=1e-12)
+        if kind == "quintic":
+            np.testing.assert_allclose(start[2], a0, rtol=0, atol=1e-12)
+            np.testing.assert_allclose(end[2], a1, rtol=0, atol=1e-12)
+
+
+def test_the_quintic_of_the_report_ends_where_it_was_asked_to():
+    """The segment that missed its end point (p(T) = 1.733 for 0.9)."""
+    c = segment_coefficients(0.7, *np.array([[0.1], [0.2], [0.5], [0.9], [-0.3], [-1.2]]))
+    p, v, a = _at(c, 0.7)
+    np.testing.assert_allclose([p[0], v[0], a[0]], [0.9, -0.3, -1.2], rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize("kind", ["linear", "cubic", "quintic"])

@@ -34,7 +34,7 @@ class Waypoints:
     accelerations: np.ndarray | None = None
 
 
-def _segment(
+def segment_coefficients(
     t: float,
     p0: np.ndarray,
     v0: np.ndarray,
@@ -43,7 +43,9 @@ def _segment(
     v1: np.ndarray | None,
     a1: np.ndarray | None,
 ) -> np.ndarray:
-    """Coefficients [J, 6] of one segment of duration t (0: a jump to the end point)."""
+    """Coefficients [J, 6] (of 1, tau, ..., tau^5) of one segment of duration t that meets
+    (p0, v0, a0) at tau = 0 and (p1, v1, a1) at tau = t, as far as they are given (a
+    duration of 0: a jump to the end point)."""
     c = np.zeros((p0.size, 6))
     if t <= 0.0:
         c[:, 0] = p1
@@ -62,7 +64,7 @@ def _segment(
         c[:, 4] = (
             30.0 * (p0 - p1) + (14.0 * v1 + 16.0 * v0) * t + (3.0 * a0 - 2.0 * a1) * t**2
         ) / (2.0 * t**4)
-        c[:, 5] = (12.0 * (p1 - p0) - 6.0 * (v1 + v0) * t - (a1 - a0) * t**2) / (2.0 * t**5)
+        c[:, 5] = (12.0 * (p1 - p0) - 6.0 * (v1 + v0) * t + (a1 - a0) * t**2) / (2.0 * t**5)
     return c
 
 
@@ -87,7 +89,7 @@ class Spline:
             v1 = None if pv is None else pv[k]
             a1 = None if va is None else va[k]
             coeffs.append(
-                _segment(
+                segment_coefficients(
                     self.times[k + 1] - self.times[k],
                     p_prev,
                     v_prev,
