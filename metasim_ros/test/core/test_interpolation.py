@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from numpy.polynomial import polynomial
 
-from metasim_ros.core.sim.interpolation import Spline, Waypoints, segment_coefficients
+from metasim_ros.core.control.interpolation import Spline, Waypoints, segment_coefficients
 
 START = (np.array([0.0, 1.0]), np.array([0.5, 0.0]), np.array([0.0, -1.0]))
 TIMES = np.array([1.0, 2.5])
