@@ -37,6 +37,19 @@ def without_file_scheme(urdf: str) -> str:
     return re.sub(r'filename="file://', 'filename="', urdf)
 
 
+def mesh_filenames(text: str) -> list[str]:
+    """Every mesh filename of the URDF, as ROS's URDF parser reads them."""
+    from urdf_parser_py.urdf import URDF
+
+    robot = URDF.from_xml_string(text.encode())
+    return [
+        e.geometry.filename
+        for link in robot.links
+        for e in [*link.visuals, *link.collisions]
+        if hasattr(e.geometry, "filename")
+    ]
+
+
 def world_vertices(model: mujoco.MjModel, data: mujoco.MjData, g: int) -> np.ndarray:
     """Vertices of mesh geom g in the world frame, in MuJoCo's order."""
     mesh = model.geom_dataid[g]
@@ -86,7 +99,7 @@ def assert_urdf_meshes_match(
     bodies: Iterable[int],
     tol: float = 1e-6,
 ) -> int:
-    """Every mesh and height-field geom of `bodies` in (m, d) has as many mesh geoms in
+    """Every mesh, SDF and height-field geom of `bodies` in (m, d) has as many mesh geoms in
     the URDF model (u, du), on the body of the same name, as it has URDF elements, each
     with its vertices in the same world places (within `tol`) and, for a mesh, the same
     faces; no other mesh geom there.
@@ -101,8 +114,7 @@ def assert_urdf_meshes_match(
             if u.geom_type[ug] == _G.mjGEOM_MESH
         ]
         for g in range(m.body_geomadr[b], m.body_geomadr[b] + m.body_geomnum[b]):
-            kind = int(m.geom_type[g])
-            if kind not in (_G.mjGEOM_MESH, _G.mjGEOM_HFIELD):
+            if int(m.geom_type[g]) not in (_G.mjGEOM_MESH, _G.mjGEOM_SDF, _G.mjGEOM_HFIELD):
                 continue
             for _ in range(urdf_appearances(m, g)):
                 errors = [_error(m, d, g, u, du, ug) for ug in left]

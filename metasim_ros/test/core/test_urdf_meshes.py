@@ -13,9 +13,13 @@ from pathlib import Path
 import mujoco
 import numpy as np
 import pytest
-from urdf_parser_py.urdf import URDF
 
-from mesh_truth import assert_urdf_meshes_match, keep_visuals, without_file_scheme
+from mesh_truth import (
+    assert_urdf_meshes_match,
+    keep_visuals,
+    mesh_filenames,
+    without_file_scheme,
+)
 from metasim_ros.core.errors import FileAccessError
 from metasim_ros.core.scene.loading import find_models
 from metasim_ros.core.scene.mesh_export import MeshFolder
@@ -23,17 +27,6 @@ from metasim_ros.core.scene.urdf import robot_description, robot_urdf
 
 SCENE = str(Path(__file__).parent / "scenes" / "generated_meshes.xml")
 _J = mujoco.mjtJoint
-
-
-def mesh_filenames(text: str) -> list[str]:
-    """Every mesh filename of the URDF, as ROS's URDF parser reads them."""
-    robot = URDF.from_xml_string(text.encode())
-    return [
-        e.geometry.filename
-        for link in robot.links
-        for e in [*link.visuals, *link.collisions]
-        if hasattr(e.geometry, "filename")
-    ]
 
 
 def random_configuration(m, u, rng) -> tuple[mujoco.MjData, mujoco.MjData]:
@@ -81,6 +74,41 @@ def test_generated_meshes_load_back_where_mujoco_has_them(tmp_path, relative):
         # tetra, hull, pad (height field), ball, tetra_again: visual and collision each;
         # ring: visual only
         assert assert_urdf_meshes_match(m, d, u, du, robot.body_ids) == 11
+
+
+#: A robot with an SDF geom whose mesh MuJoCo's SDF plugin builds (marching cubes).
+SDF_ROBOT = """
+<mujoco>
+  <extension>
+    <plugin plugin="mujoco.sdf.torus">
+      <instance name="torus">
+        <config key="radius1" value="0.35"/>
+        <config key="radius2" value="0.15"/>
+      </instance>
+    </plugin>
+  </extension>
+  <asset><mesh name="torus"><plugin instance="torus"/></mesh></asset>
+  <worldbody>
+    <body name="wheel" pos="0 0 1">
+      <joint name="spin" axis="0 0 1"/>
+      <geom name="tyre" type="sdf" mesh="torus" pos="0.1 0 0" euler="0.3 0 0">
+        <plugin instance="torus"/>
+      </geom>
+    </body>
+  </worldbody>
+  <actuator><motor joint="spin"/></actuator>
+</mujoco>
+"""
+
+
+def test_an_sdf_geoms_mesh_loads_back_where_mujoco_has_it(tmp_path):
+    m = mujoco.MjModel.from_xml_string(SDF_ROBOT)
+    (robot,) = find_models(m)
+    text = robot_urdf(m, [robot], mesh_folder=MeshFolder(tmp_path))
+    assert len(mesh_filenames(text)) == 2  # visual and collision
+    u = mujoco.MjModel.from_xml_string(keep_visuals(without_file_scheme(text)))
+    d, du = random_configuration(m, u, np.random.default_rng(2))
+    assert assert_urdf_meshes_match(m, d, u, du, robot.body_ids) == 2
 
 
 def test_mesh_files_are_named_by_content_and_written_once(tmp_path):
