@@ -90,6 +90,38 @@ def test_output_file_has_its_meshes_beside_it_and_loads_in_mujoco(tmp_path):
     assert matched_meshes(mujoco.MjModel.from_xml_path(str(with_visuals))) == 11
 
 
+def test_output_file_names_the_scenes_mesh_files_relative_to_itself(tmp_path):
+    """A mesh loaded from a file keeps pointing at that file, by a path MuJoCo resolves
+    from the URDF's folder."""
+    (tmp_path / "assets").mkdir()
+    (tmp_path / "assets" / "tet.obj").write_text(
+        "v 0.3 0.2 0.1\nv 0.4 0.2 0.1\nv 0.3 0.3 0.1\nv 0.3 0.2 0.2\n"
+        "f 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n"
+    )
+    scene = tmp_path / "scene.xml"
+    scene.write_text(
+        """<mujoco><compiler meshdir="assets"/>
+        <asset><mesh name="tet" file="tet.obj" scale="1 2 0.5"/></asset>
+        <worldbody><body name="arm" pos="0 0 0.2" euler="0.3 0 0">
+          <joint name="j" axis="0 1 0"/>
+          <geom name="shell" type="mesh" mesh="tet" pos="0.1 0 0" euler="0.2 0.3 0.4"/>
+        </body></worldbody>
+        <actuator><motor joint="j"/></actuator></mujoco>"""
+    )
+    target = tmp_path / "export" / "robot.urdf"
+    out = cli(str(scene), "-o", str(target))
+    assert out.returncode == 0, out.stderr
+    text = target.read_text()
+    assert set(mesh_filenames(text)) == {"../assets/tet.obj"}
+    with_visuals = target.parent / "with_visuals.urdf"
+    with_visuals.write_text(keep_visuals(text))
+    m, u = mujoco.MjModel.from_xml_path(str(scene)), mujoco.MjModel.from_xml_path(str(with_visuals))
+    d, du = mujoco.MjData(m), mujoco.MjData(u)
+    mujoco.mj_forward(m, d)
+    mujoco.mj_forward(u, du)
+    assert assert_urdf_meshes_match(m, d, u, du, [m.body("arm").id]) == 2
+
+
 def test_output_errors_are_one_line_and_write_nothing(tmp_path):
     in_the_way = tmp_path / "file"
     in_the_way.write_text("not a folder")
