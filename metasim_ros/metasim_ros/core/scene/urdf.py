@@ -13,10 +13,10 @@ orientation, with a comment; its body's real pose is on sim_node's /tf. A free-f
 robot's URDF starts at its root link; /tf carries world -> root.
 
 Meshes loaded from a file are named by that file. Geometry MuJoCo has no file for (meshes
-given inline or built from a primitive, height fields) is written from the compiled
-model as OBJ files in a MeshFolder (mesh_export.py) and named by those; without one, it is
-left out with a comment. Either way MuJoCo, loading the URDF, puts every vertex where
-the original model has it.
+given inline or built from a primitive, SDF meshes, height fields) is written from the
+compiled model as OBJ files in a MeshFolder (mesh_export.py) and named by those; without
+one, it is left out with a comment. MuJoCo, loading the URDF (file names as MeshFolder
+explains), puts every vertex of both kinds where the original model has it.
 
 A `<mujoco><compiler fusestatic="false"/></mujoco>` element (MuJoCo's URDF extension,
 ignored by ROS tools) makes MuJoCo keep every link as a body when it loads the file (and,
