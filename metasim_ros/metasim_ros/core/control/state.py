@@ -70,16 +70,15 @@ class ControlState:
     _ARRAYS = ("pos", "vel", "effort", "mode", "ball_pos", "ball_vel", "kp", "kd", "wrench_until")
 
     def copy(self) -> ControlState:
-        """A value copy: arrays copied, trajectory progress copied (runs shared)."""
-        return ControlState(
-            *(getattr(self, a).copy() for a in self._ARRAYS[:8]),
-            self.law,
-            self.period,
-            self.countdown,
-            self.wrench_until.copy(),
-            {r: p.copy() for r, p in self.trajectories.items()},
-            self.wrench_next,
-        )
+        """A value copy: arrays copied, trajectory progress copied (runs shared). Built
+        without __init__: a transaction takes one per env it opens on."""
+        new = object.__new__(ControlState)
+        d = new.__dict__
+        d.update(self.__dict__)
+        for a in self._ARRAYS:
+            d[a] = d[a].copy()
+        d["trajectories"] = {r: p.copy() for r, p in self.trajectories.items()}
+        return new
 
     def same_as(self, other: ControlState) -> bool:
         """Bit for bit the same control state (trajectories: the same goals at the same
@@ -95,7 +94,8 @@ class ControlState:
         return all(_same_progress(p, other.trajectories[r]) for r, p in self.trajectories.items())
 
     def refresh(self) -> None:
-        """Recompute what is derived (after the arrays were written wholesale)."""
+        """Recompute what is derived: call after writing wrench_until directly (a copy
+        keeps it, so a capture restores without it)."""
         self.wrench_next = float(self.wrench_until.min(initial=math.inf))
 
 
@@ -144,6 +144,10 @@ class Controls:
         (at start-up); not strict, it is left out (after a spawn, delete or new world)."""
         check_law(config.law)
         self.layout = ControlLayout(model, robots)
+        lay = self.layout
+        self._sizes = (len(lay.names), len(lay.balls.names), len(lay.gain_names), model.nbody)
+        self._motors = self.layout.motor_idx.tolist()
+        self._servos = self.layout.servo_idx.tolist()
         self._nbody = model.nbody
         self.config = config
         self._gains = self._resolve(config.kp, config.kd, robots, strict)
@@ -195,14 +199,14 @@ class Controls:
         law must run before each step (motors outside effort mode need the PD law, servos
         in velocity mode a moving target, driven ball joints always) and bump the version
         the laws' cached plans follow."""
-        lay = self.layout
+        motors, servos, balls = self._motors, self._servos, self.layout.balls.names
         for e in range(len(self.envs)) if env is None else (env,):
-            c = self.envs[e]
+            mode = self.envs[e].mode.tolist()  # a few joints: plain Python is quickest
             self.version[e] += 1
             self.stepping[e] = bool(
-                lay.balls.names
-                or (c.mode[lay.motor_idx] != EFFORT).any()
-                or (c.mode[lay.servo_idx] == VELOCITY).any()
+                balls
+                or any(mode[i] != EFFORT for i in motors)
+                or any(mode[i] == VELOCITY for i in servos)
             )
 
     def write_ctrl(self, env: int, data: mujoco.MjData, changed: np.ndarray) -> None:
@@ -252,36 +256,25 @@ class Controls:
         only once it commits, so a rolled-back restore ends nothing."""
         self._check_shape(state)
         new = state.copy()
-        for prog in new.trajectories.values():
-            if not prog.ended and not prog.run.active:
-                prog.run = prog.run.again()
-            prog.place = None
-        kept = {id(p.run) for p in new.trajectories.values()}
-        out = [p.run for p in self.envs[env].trajectories.values() if id(p.run) not in kept]
+        old = self.envs[env].trajectories
+        if old or new.trajectories:
+            for prog in new.trajectories.values():
+                if not prog.ended and not prog.run.active:
+                    prog.run = prog.run.again()
+                prog.place = None
+            kept = {id(p.run) for p in new.trajectories.values()}
+            self._displaced.extend(p.run for p in old.values() if id(p.run) not in kept)
         self.envs[env] = new
-        new.refresh()
         self.changed(env)
-        self._displaced.extend(out)
-        if not self._deferring:
+        if self._displaced and not self._deferring:
             self.settle()
 
     def _check_shape(self, state: ControlState) -> None:
-        lay = self.layout
-        n, nb, ng = len(lay.names), len(lay.balls.names), len(lay.gain_names)
-        shapes = {
-            "pos": (n,),
-            "vel": (n,),
-            "effort": (n,),
-            "mode": (n,),
-            "ball_pos": (nb, 4),
-            "ball_vel": (nb, 3),
-            "kp": (ng,),
-            "kd": (ng,),
-            "wrench_until": (self._nbody,),
-        }
-        for name, shape in shapes.items():
-            if getattr(state, name).shape != shape:
-                raise ValueError(f"control state {name}: shape {getattr(state, name).shape}")
+        """Refuse a control state of another model (a capture taken before a model edit):
+        every array of a record is made to the sizes of one layout, so these tell."""
+        sizes = (len(state.pos), len(state.ball_pos), len(state.kp), len(state.wrench_until))
+        if sizes != self._sizes:
+            raise ValueError(f"control state of another model: sizes {sizes}, not {self._sizes}")
 
     def defer_endings(self) -> None:
         """A transaction opens: runs a restore takes out end only when the outermost one
@@ -292,7 +285,7 @@ class Controls:
         """A transaction closes: once none is open, end every run a restore took out that
         no env runs any more."""
         self._deferring = max(0, self._deferring - 1)
-        if self._deferring:
+        if self._deferring or not self._displaced:
             return
         displaced, self._displaced = self._displaced, []
         running = {id(p.run) for c in self.envs for p in c.trajectories.values()}
