@@ -28,7 +28,8 @@ import mujoco
 import numpy as np
 
 from metasim_ros.core.joint_kinds import BALL, FREE, HINGE, SLIDE
-from metasim_ros.core.scene.loading import ModelInfo, names
+from metasim_ros.core.scene.loading import ModelInfo
+from metasim_ros.core.scene.names import element_names
 from metasim_ros.core.scene.markers import (
     INFINITE_PLANE_HALF_SIZE,
     PLANE_THICKNESS,
@@ -180,8 +181,8 @@ class _Writer:
         self.m = model
         self.groups = groups
         self.meshes = meshes
-        self.bodies = names(model, mujoco.mjtObj.mjOBJ_BODY, model.nbody)
-        self.joints = names(model, mujoco.mjtObj.mjOBJ_JOINT, model.njnt)
+        table = element_names(model)
+        self.bodies, self.joints, self.geoms = table.body, table.joint, table.geom
         self.robot = ET.Element("robot")
         self.compiler = ET.SubElement(
             ET.SubElement(self.robot, "mujoco"), "compiler", fusestatic="false"
@@ -220,7 +221,7 @@ class _Writer:
         m = self.m
         kind, size = int(m.geom_type[g]), m.geom_size[g]
         pose = _Pose(m.geom_pos[g], m.geom_quat[g])
-        name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_GEOM, g) or f"geom{g}"
+        name = self.geoms[g]
         parts: list[tuple[_Pose, str, dict[str, str]]] = []
         if kind == _G.mjGEOM_BOX:
             parts.append((pose, "box", {"size": _vec(2 * size)}))

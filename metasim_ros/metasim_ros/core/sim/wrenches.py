@@ -23,6 +23,7 @@ import mujoco
 import numpy as np
 
 from metasim_ros.core.errors import RequestError
+from metasim_ros.core.scene.names import element_names
 from metasim_ros.core.state.schema import as_array
 from metasim_ros.core.text import shown
 
@@ -54,7 +55,7 @@ class AppliedWrenches:
         (0 = until cleared). `data` must be synced (xipos is read). Validates everything
         before writing; returns a one-line description."""
         m = self._model
-        b = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, body)
+        b = element_names(m).body.id(body)
         if b < 0:
             raise WrenchError(f"body '{shown(body)}': no such body")
         if m.body_weldid[b] == 0:
@@ -116,23 +117,12 @@ class AppliedWrenches:
         self.until[env_id] = np.inf if until is None else until
         self._next[env_id] = float(self.until[env_id].min())
 
-    def ends_by_body(self) -> dict[str, np.ndarray]:
-        """Per-env end times of the named bodies with a wrench that ends, by body name
-        (copies): what a model edit must carry over (MuJoCo carries xfrc_applied)."""
-        m = self._model
-        out = {}
-        for b in np.flatnonzero(np.isfinite(self.until).any(axis=0)):
-            name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, int(b))
-            if name:  # wrenches are applied by body name: an unnamed body holds none
-                out[name] = self.until[:, b].copy()
-        return out
-
-    def carry_over(self, ends: dict[str, np.ndarray]) -> None:
-        """After a model edit: the end times of `ends_by_body` for the bodies still there."""
-        for name, until in ends.items():
-            b = mujoco.mj_name2id(self._model, mujoco.mjtObj.mjOBJ_BODY, name)
-            if b >= 0:
-                self.until[:, b] = until
+    def carry_over(self, until: np.ndarray, bodies: dict[int, int]) -> None:
+        """After a model edit: the end times `until` [env, body] of the model before it, for
+        the bodies still there (`bodies`: old id -> new id, core.scene.names.Renumbering;
+        MuJoCo carries xfrc_applied the same way)."""
+        for old, new in bodies.items():
+            self.until[:, new] = until[:, old]
         self._next = [float(row.min()) for row in self.until]
 
 
