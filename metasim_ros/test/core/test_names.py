@@ -10,6 +10,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import h5py
 import mujoco
 import numpy as np
 import pytest
@@ -17,8 +18,10 @@ import pytest
 from metasim_ros.core import MujocoHandler
 from metasim_ros.core.errors import RequestError
 from metasim_ros.core.scene import markers as mk
+from metasim_ros.core.scene.named_poses import named_poses
 from metasim_ros.core.scene.names import element_names
 from metasim_ros.core.scene.urdf import robot_urdf
+from metasim_ros.core.snapshot import load_snapshot
 from metasim_ros.core.state.frames import FrameTree
 
 SCENE = str(Path(__file__).parents[1] / "scenes" / "unnamed.xml")
@@ -185,3 +188,33 @@ def test_markers_sensors_and_urdf_say_the_table_names():
     assert {"arm", "upper", "body3", "body4", "body5"} <= links
     joints = {j.get("name") for j in urdf.iter("joint")}
     assert {"shoulder", "joint1", "joint2", "joint3"} <= joints
+
+
+def test_a_state_tree_names_an_unnamed_joint_as_get_states_does(tmp_path):
+    """A version-1 file's MetaSim tree keys joints by the names get_states gives, an unnamed
+    one by its generated name: on a model whose signature differs it is matched by that name
+    and its value restored and verified (the file's value, read with h5py)."""
+    xml = (Path(__file__).parent / "scenes" / "articulated.xml").read_text()
+    h = MujocoHandler(xml.replace('name="door_hinge" ', ""))
+    assert h.joint_names[5] == "joint5" and "joint5" in {i.name: i for i in h.models}[
+        "cabinet"
+    ].joints
+    path = tmp_path / "tree.h5"
+    path.write_bytes((Path(__file__).parent / "data" / "v1_articulated_traj.h5").read_bytes())
+    with h5py.File(path, "a") as f:
+        cabinet = f["envs/env_0/state/objects/cabinet"]
+        for key in ("dof_pos", "dof_vel"):
+            cabinet[key].move("door_hinge", "joint5")
+        want = float(cabinet["dof_pos/joint5"][-1])
+    report = load_snapshot(h, path, index=-1)
+    assert report.ok and report.strategy == "metasim_tree", report.summary()
+    assert h.synced_data(0).qpos[h.model.jnt_qposadr[5]] == want != 0.0
+
+
+def test_named_poses_name_the_unnamed_body_and_keyframe():
+    xml = """<mujoco><worldbody><body pos="1 0 0"><freejoint/><geom size="0.1"/>
+      <site name="pose:dock"/></body></worldbody><keyframe><key/></keyframe></mujoco>"""
+    h = MujocoHandler(xml)
+    poses = {p.name: p for p in named_poses(h.model, h.synced_data(0), h.models)}
+    assert set(poses) == {"key0/body1", "dock"}
+    assert poses["dock"].description == "site pose:dock on body body1"
