@@ -155,9 +155,7 @@ class SensorTable:
         for (kind, site), parts in on_site.items():
             if kind == "imu" and not ({"angular_velocity", "linear_acceleration"} & parts.keys()):
                 continue
-            devices.append(
-                SensorDevice(kind, element_names(model).site[site], site, parts)
-            )
+            devices.append(SensorDevice(kind, element_names(model).site[site], site, parts))
         order = {k: i for i, k in enumerate(DEVICE_ROLES)}
         devices.sort(key=lambda d: (order[d.kind], d.site, d.label))
         return devices

@@ -121,8 +121,11 @@ def test_a_wrench_on_a_generated_body_name_is_applied_and_ends():
 def test_a_wrench_on_an_unnamed_body_still_ends_after_a_spawn():
     h = MujocoHandler(SCENE)
     h.apply_wrench(0, BOX, [0.0, 0.0, 5.0], [0.0] * 3, h.synced_data(0).xipos[6], 0.01)
-    h.spawn("crate", "<mujoco><worldbody><body pos='0 3 1'><freejoint/>"
-            "<geom size='0.1'/></body></worldbody></mujoco>")
+    h.spawn(
+        "crate",
+        "<mujoco><worldbody><body pos='0 3 1'><freejoint/>"
+        "<geom size='0.1'/></body></worldbody></mujoco>",
+    )
     assert h.synced_data(0).xfrc_applied[6, 2] == 5.0  # MuJoCo carried the wrench
     h.step(n=5)
     assert not h.synced_data(0).xfrc_applied.any()  # and it ended on time
@@ -196,9 +199,9 @@ def test_a_state_tree_names_an_unnamed_joint_as_get_states_does(tmp_path):
     and its value restored and verified (the file's value, read with h5py)."""
     xml = (Path(__file__).parent / "scenes" / "articulated.xml").read_text()
     h = MujocoHandler(xml.replace('name="door_hinge" ', ""))
-    assert h.joint_names[5] == "joint5" and "joint5" in {i.name: i for i in h.models}[
-        "cabinet"
-    ].joints
+    assert (
+        h.joint_names[5] == "joint5" and "joint5" in {i.name: i for i in h.models}["cabinet"].joints
+    )
     path = tmp_path / "tree.h5"
     path.write_bytes((Path(__file__).parent / "data" / "v1_articulated_traj.h5").read_bytes())
     with h5py.File(path, "a") as f:

@@ -16,8 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from metasim_msgs.msg import Contacts, JointState as MsJointState, ModelState, SensorReadings
-from metasim_msgs.msg import WorldState
+from metasim_msgs.msg import Contacts, ModelState, SensorReadings, WorldState
+from metasim_msgs.msg import JointState as MsJointState
 from metasim_msgs.srv import ApplyWrench, GetStates, SetStates, Step
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Imu, JointState
@@ -205,7 +205,8 @@ def test_unnamed_joints_and_bodies_on_every_topic_and_service(node, client):
     # simulation_interfaces: the same entity names, states and changes
     r = client.call(ss.GetEntities, NS + "get_entities", ss.GetEntities.Request())
     assert list(r.entities) == ["arm", BOX, "body6"]
-    r = client.call(ss.GetEntityState, NS + "get_entity_state", ss.GetEntityState.Request(entity=BOX))
+    get = ss.GetEntityState.Request(entity=BOX)
+    r = client.call(ss.GetEntityState, NS + "get_entity_state", get)
     assert r.result.result == sm.Result.RESULT_OK, r.result.error_message
     assert r.state.pose.position.x == 0.8
     set_req = ss.SetEntityState.Request(entity=BOX, set_pose=True)

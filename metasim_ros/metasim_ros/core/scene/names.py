@@ -124,26 +124,32 @@ class NameTable:
 
     @property
     def body(self) -> Names:
+        """The body names."""
         return self.of(_OBJ.mjOBJ_BODY)
 
     @property
     def joint(self) -> Names:
+        """The joint names."""
         return self.of(_OBJ.mjOBJ_JOINT)
 
     @property
     def geom(self) -> Names:
+        """The geom names."""
         return self.of(_OBJ.mjOBJ_GEOM)
 
     @property
     def site(self) -> Names:
+        """The site names."""
         return self.of(_OBJ.mjOBJ_SITE)
 
     @property
     def camera(self) -> Names:
+        """The camera names."""
         return self.of(_OBJ.mjOBJ_CAMERA)
 
     @property
     def sensor(self) -> Names:
+        """The sensor names."""
         return self.of(_OBJ.mjOBJ_SENSOR)
 
 

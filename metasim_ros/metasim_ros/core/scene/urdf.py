@@ -29,13 +29,13 @@ import numpy as np
 
 from metasim_ros.core.joint_kinds import BALL, FREE, HINGE, SLIDE
 from metasim_ros.core.scene.loading import ModelInfo
-from metasim_ros.core.scene.names import element_names
 from metasim_ros.core.scene.markers import (
     INFINITE_PLANE_HALF_SIZE,
     PLANE_THICKNESS,
     VISIBLE_GROUPS,
     geom_rgba,
 )
+from metasim_ros.core.scene.names import element_names
 
 _G = mujoco.mjtGeom
 _IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])

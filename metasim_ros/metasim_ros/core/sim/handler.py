@@ -15,7 +15,6 @@ import numpy as np
 
 from metasim_ros.core.errors import SceneError, StateValidationError
 from metasim_ros.core.scene import loading as scene_mod
-from metasim_ros.core.scene.names import Renumbering, element_names
 from metasim_ros.core.scene.cameras import CameraPoses, CameraRenderer
 from metasim_ros.core.scene.entities import (
     attach_entity,
@@ -24,6 +23,7 @@ from metasim_ros.core.scene.entities import (
     remove_entities,
 )
 from metasim_ros.core.scene.loading import ModelInfo
+from metasim_ros.core.scene.names import Renumbering, element_names
 from metasim_ros.core.sensors import SensorReadings, SensorTable
 from metasim_ros.core.sim.actuation import Actuation, Gains
 from metasim_ros.core.sim.trajectory import INVALID_GOAL, TrajectoryRunner
