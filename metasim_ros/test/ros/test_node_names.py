@@ -18,7 +18,14 @@ from pathlib import Path
 import pytest
 from metasim_msgs.msg import Contacts, ModelState, SensorReadings, WorldState
 from metasim_msgs.msg import JointState as MsJointState
-from metasim_msgs.srv import ApplyWrench, GetStates, SetStates, Step
+from metasim_msgs.srv import (
+    ApplyWrench,
+    GetStates,
+    LoadSnapshot,
+    SaveSnapshot,
+    SetStates,
+    Step,
+)
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Imu, JointState
 from simulation_interfaces import msg as sm
@@ -45,10 +52,11 @@ ARM_JOINTS = {
 
 
 @pytest.fixture
-def node(start_node, client):
+def node(start_node, client, snapshot_dir):
     return start_node(
         {
             "scene": SCENE,
+            "snapshot_dir": str(snapshot_dir),
             "paused": True,
             "frame_prefix": PREFIX,
             "camera_width": 32,
@@ -185,6 +193,16 @@ def test_unnamed_joints_and_bodies_on_every_topic_and_service(node, client):
     assert res.success, res.message
     assert get_states(client) == before
 
+    # a snapshot of it restores it exactly, the unnamed joints included
+    res = client.call(SaveSnapshot, NS + "save_snapshot", SaveSnapshot.Request(path="a.h5"))
+    assert res.success, res.message
+    moved = WorldState(model_states=[ModelState(name="arm", field_mask=ModelState.JOINT_POSITIONS)])
+    moved.model_states[0].joint_states = [MsJointState(name="joint1", position=[-0.2])]
+    assert client.call(SetStates, NS + "set_states", SetStates.Request(states=[moved])).success
+    res = client.call(LoadSnapshot, NS + "load_snapshot", LoadSnapshot.Request(path="a.h5"))
+    assert res.success and res.exact and not res.not_restored, res.message
+    assert get_states(client) == before
+
     # ~/apply_wrench on the unnamed box: its link state carries exactly the force (in the
     # air: no contact), and it ends after its duration; "body6" is the welded real body
     wrench = ApplyWrench.Request(body=BOX, duration=0.01)
@@ -205,6 +223,9 @@ def test_unnamed_joints_and_bodies_on_every_topic_and_service(node, client):
     # simulation_interfaces: the same entity names, states and changes
     r = client.call(ss.GetEntities, NS + "get_entities", ss.GetEntities.Request())
     assert list(r.entities) == ["arm", BOX, "body6"]
+    info = ss.GetEntityInfo.Request(entity=BOX)
+    r = client.call(ss.GetEntityInfo, NS + "get_entity_info", info)
+    assert r.result.result == sm.Result.RESULT_OK, r.result.error_message
     get = ss.GetEntityState.Request(entity=BOX)
     r = client.call(ss.GetEntityState, NS + "get_entity_state", get)
     assert r.result.result == sm.Result.RESULT_OK, r.result.error_message
