@@ -56,23 +56,18 @@ _COUNTS = {
 _ALIASES = {_OBJ.mjOBJ_XBODY: _OBJ.mjOBJ_BODY}
 
 
-def kind_word(objtype: mujoco.mjtObj) -> str:
-    """MuJoCo's word for an element kind: 'body', 'joint', 'geom', 'site', ..."""
-    return _OBJ(_ALIASES.get(objtype, objtype)).name[len("mjOBJ_") :].lower()
-
-
 class Names(Sequence[str]):
     """The names of one element kind, in id order, and their ids."""
 
     def __init__(self, model: mujoco.MjModel, objtype: mujoco.mjtObj) -> None:
-        self.kind = kind_word(objtype)
+        kind = objtype.name[len("mjOBJ_") :].lower()  # MuJoCo's word: body, joint, geom, ...
         count = int(getattr(model, _COUNTS[objtype]))
         own = [mujoco.mj_id2name(model, objtype, i) or "" for i in range(count)]
         real = set(own) - {""}
         out = []
         for i, name in enumerate(own):
             if not name:
-                name = base = f"{self.kind}{i}"
+                name = base = f"{kind}{i}"
                 k = 0
                 while name in real:  # only `base` and its suffixes can be this id's
                     k += 1
