@@ -14,13 +14,11 @@ import json
 import sys
 from collections.abc import Sequence
 
-import numpy as np
 from tqdm import tqdm
 
 from metasim_ros.core import MujocoHandler, StateValidationError
 from metasim_ros.core.snapshot import (
     SnapshotError,
-    capture_state,
     convert_snapshot,
     inspect_snapshot,
     load_snapshot,
@@ -93,12 +91,11 @@ def _record(args: argparse.Namespace) -> int:
     if args.steps < 0:
         raise SnapshotError(f"--steps must be >= 0, got {args.steps}")
     handler = MujocoHandler(args.scene)
-    rows = np.empty((args.steps + 1, capture_state(handler).size))
-    rows[0] = capture_state(handler)
-    for i in tqdm(range(1, args.steps + 1), desc="record", unit="step"):
+    states = [handler.capture(0)]  # with the control state: every row restores exactly
+    for _ in tqdm(range(args.steps), desc="record", unit="step"):
         handler.step()
-        rows[i] = capture_state(handler)
-    save_snapshot(handler, args.out, [0], rows)
+        states.append(handler.capture(0))
+    save_snapshot(handler, args.out, [0], states)
     print(f"recorded {args.steps} step(s) ({args.steps + 1} states) to {args.out}")
     return 0
 
@@ -131,7 +128,7 @@ def _parser() -> argparse.ArgumentParser:
     scene(sp)
     sp.set_defaults(run=_verify)
     sp = sub.add_parser(
-        "convert", help="rewrite a file of any known layout in the own format (version 2)"
+        "convert", help="rewrite a file of any known layout in the own format (version 3)"
     )
     sp.add_argument("src")
     sp.add_argument("dst")

@@ -35,6 +35,8 @@ from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
+from metasim_ros.core.paths import ros_home
+
 #: Largest ROS integer parameter (int64): the upper end of ranges with no upper bound.
 _INT64_MAX = 2**63 - 1
 _RATE_MAX = 10_000.0  # Hz
@@ -45,8 +47,7 @@ _STEPS_MAX = 2**32 - 1
 
 
 def _default_snapshot_dir() -> str:
-    home = os.environ.get("ROS_HOME") or os.path.join(os.path.expanduser("~"), ".ros")
-    return os.path.join(home, "metasim_snapshots")
+    return os.path.join(ros_home(), "metasim_snapshots")
 
 
 def _resolve_snapshot_dir(value: str) -> str:
@@ -55,8 +56,7 @@ def _resolve_snapshot_dir(value: str) -> str:
 
 def _ros_home_dir(name: str) -> Callable[[str], str]:
     def resolve(value: str) -> str:
-        home = os.environ.get("ROS_HOME") or os.path.join(os.path.expanduser("~"), ".ros")
-        return os.path.expanduser(value or os.path.join(home, name))
+        return os.path.expanduser(value or os.path.join(ros_home(), name))
 
     return resolve
 

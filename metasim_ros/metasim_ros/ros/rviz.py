@@ -1,6 +1,7 @@
 # Copyright 2026 metasim_ros developers
 # SPDX-License-Identifier: Apache-2.0
-"""What rviz2 needs besides TF: ~/scene_markers and robot_description.
+"""What rviz2 needs besides TF: ~/scene_markers and robot_description (whose meshes
+MuJoCo has no file for are written to $ROS_HOME/metasim_meshes, see mesh_export.py).
 
 Both are latched (reliable, transient local, depth 1): published at start-up, when
 their parameters change and after the model changed (spawn, delete, a new world), never
@@ -21,7 +22,9 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 from visualization_msgs.msg import Marker, MarkerArray
 
+from metasim_ros.core.errors import FileAccessError
 from metasim_ros.core.scene import markers as mk
+from metasim_ros.core.scene.mesh_export import ros_mesh_folder
 from metasim_ros.core.scene.urdf import robot_description
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.state.frames import FrameTree
@@ -85,9 +88,19 @@ class RvizTopics:
             self.publish_markers(self._params)
             self._publish_description(model, robots, path)
 
+    def _describe(self, model, robots: list, path: str | None) -> str | None:
+        """robot_description's text, its generated meshes in $ROS_HOME/metasim_meshes;
+        without them (comments in their place) when they cannot be written."""
+        groups = self._params.marker_groups
+        try:
+            return robot_description(model, robots, path, groups, ros_mesh_folder())
+        except FileAccessError as exc:
+            self._log.warning(f"robot_description without its generated meshes: {exc}")
+            return robot_description(model, robots, path, groups)
+
     def _publish_description(self, model, robots: list, path: str | None) -> None:
         try:
-            text = robot_description(model, robots, path, self._params.marker_groups)
+            text = self._describe(model, robots, path)
         except Exception:  # a bug in the description must not keep the simulation from running
             self._log.error(log_block(f"no robot_description:\n{traceback.format_exc()}"))
             text = None

@@ -221,6 +221,7 @@ class SimServices:
         response.success, response.message = report.ok, report.summary()
         response.strategy = report.strategy
         response.exact = report.exact
+        response.not_exact = report.not_exact
         response.not_restored = report.not_restored
         response.name_mapping = report.mapping
         response.max_position_error = max(report.max_qpos_error, report.max_qvel_error)

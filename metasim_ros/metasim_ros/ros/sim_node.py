@@ -30,10 +30,10 @@ from sensor_msgs.msg import JointState
 
 from metasim_ros.core import fastdds_shm
 from metasim_ros.core.atomic import remove_interrupted
+from metasim_ros.core.control.laws import parse_gains
 from metasim_ros.core.errors import RequestError
 from metasim_ros.core.memory import tune_malloc
 from metasim_ros.core.sim.access import SimulationAccess
-from metasim_ros.core.sim.actuation import parse_gains
 from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.text import log_block
 from metasim_ros.ros import parameters

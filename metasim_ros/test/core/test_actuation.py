@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from metasim_ros.core import MujocoHandler
+from metasim_ros.core.control.commands import JointCommand
+from metasim_ros.core.control.laws import parse_gains
 from metasim_ros.core.errors import ConfigurationError, StateValidationError
-from metasim_ros.core.sim.actuation import parse_gains
-from metasim_ros.core.state.commands import JointCommand
 
 ACTUATED = str(Path(__file__).resolve().parents[1] / "ros" / "scenes" / "actuated.xml")
 
@@ -47,7 +47,8 @@ def test_refused_command_changes_nothing():
         h.command(bad)
     after = h.capture(0)
     np.testing.assert_array_equal(after.integration, before.integration)
-    np.testing.assert_array_equal(after.pos_target, before.pos_target)
+    assert after.control.same_as(before.control)
+    np.testing.assert_array_equal(after.control.mode, before.control.mode)
 
 
 def test_stable_pd_matches_its_definition_for_one_joint():

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from metasim_ros.core import MujocoHandler
+from metasim_ros.core.control.commands import JointCommand
+from metasim_ros.core.control.interpolation import Waypoints
+from metasim_ros.core.control.trajectory import SUCCESSFUL, TrajectoryGoal
 from metasim_ros.core.errors import ConfigurationError, SceneError
-from metasim_ros.core.sim.interpolation import Waypoints
-from metasim_ros.core.sim.trajectory import SUCCESSFUL, TrajectoryGoal
-from metasim_ros.core.state.commands import JointCommand
 from metasim_ros.scenes import default_scene_path
 
 ARTICULATED = str(Path(__file__).parent / "scenes" / "articulated.xml")
@@ -151,7 +151,7 @@ def _commanded_run(edit=None) -> tuple[bytes, bytes, float, int | None]:
     h = MujocoHandler()
     h.command({"panda_joint1": JointCommand(velocity=0.2)})
     h.apply_wrench(0, "cube", [0.0, 0.0, 1.5], [0.0, 0.0, 0.0], [0.5, 0.0, 0.45], 0.5)
-    ex, _ = h.trajectories.start("franka", goal, h.sim_time(0))
+    (ex,), _ = h.start_trajectory("franka", goal)
     h.step(n=100)
     nq, nv = h.model.nq, h.model.nv
     if edit is not None:

@@ -24,6 +24,7 @@ from rclpy.node import Node  # noqa: E402
 from rclpy.qos import QoSProfile  # noqa: E402
 
 from domains import DOMAINS, choose_domain, try_lock  # noqa: E402
+from subprocess_env import with_pythonpath  # noqa: E402
 
 T = TypeVar("T")
 
@@ -64,7 +65,12 @@ class SimProcess:
             cmd += ["--ros-args"] + [a for k, v in params.items() for a in ("-p", f"{k}:={v}")]
         self._log = tempfile.TemporaryFile(mode="w+", prefix="sim_node_", suffix=".log")
         self.proc = subprocess.Popen(
-            cmd, stdout=self._log, stderr=subprocess.STDOUT, text=True, start_new_session=True
+            cmd,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+            env=with_pythonpath(),  # this tree's package, not the installed copy
         )
         self.output = ""
 

@@ -119,12 +119,17 @@ def _shape(model: mujoco.MjModel, g: int) -> tuple[str, np.ndarray, np.ndarray |
     return None
 
 
-def mesh_triangles(model: mujoco.MjModel, mesh: int) -> np.ndarray:
-    """The mesh's own faces as a triangle list, in the geom frame (MuJoCo has already
-    moved the vertices there)."""
+def mesh_arrays(model: mujoco.MjModel, mesh: int) -> tuple[np.ndarray, np.ndarray]:
+    """The compiled mesh's vertices ([n, 3] float32, in the geom frame: MuJoCo has
+    already moved them there) and faces ([m, 3] vertex indices)."""
     v0, f0 = model.mesh_vertadr[mesh], model.mesh_faceadr[mesh]
     vert = model.mesh_vert[v0 : v0 + model.mesh_vertnum[mesh]]
-    face = model.mesh_face[f0 : f0 + model.mesh_facenum[mesh]]
+    return vert, model.mesh_face[f0 : f0 + model.mesh_facenum[mesh]]
+
+
+def mesh_triangles(model: mujoco.MjModel, mesh: int) -> np.ndarray:
+    """The mesh's own faces as a triangle list, in the geom frame."""
+    vert, face = mesh_arrays(model, mesh)
     return vert[face.reshape(-1)].astype(np.float64)
 
 

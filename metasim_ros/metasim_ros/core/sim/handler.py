@@ -13,6 +13,17 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from metasim_ros.core.control.commands import JointCommand, apply_commands, plan_commands
+from metasim_ros.core.control.drives import ControlLayout
+from metasim_ros.core.control.laws import Gains, Laws
+from metasim_ros.core.control.state import ControlConfig, Controls, ControlState
+from metasim_ros.core.control.trajectory import (
+    Trajectories,
+    TrajectoryGoal,
+    TrajectoryProgress,
+    TrajectoryRun,
+)
+from metasim_ros.core.control.wrenches import AppliedWrenches
 from metasim_ros.core.errors import SceneError, StateValidationError
 from metasim_ros.core.scene import loading as scene_mod
 from metasim_ros.core.scene.cameras import CameraPoses, CameraRenderer
@@ -25,15 +36,10 @@ from metasim_ros.core.scene.entities import (
 from metasim_ros.core.scene.loading import ModelInfo
 from metasim_ros.core.scene.names import Renumbering, element_names
 from metasim_ros.core.sensors import SensorReadings, SensorTable
-from metasim_ros.core.sim.actuation import Actuation, Gains
-from metasim_ros.core.sim.trajectory import INVALID_GOAL, TrajectoryRunner
-from metasim_ros.core.sim.wrenches import AppliedWrenches
-from metasim_ros.core.state.commands import JointCommand, apply_commands, plan_commands
 from metasim_ros.core.state.forces import ContactReadings, link_wrenches, read_contacts
 from metasim_ros.core.state.joints import JointReader, JointReading
 from metasim_ros.core.state.reader import StateReader
 from metasim_ros.core.state.schema import Action, State
-from metasim_ros.core.state.targets import POSITION, JointTargets
 from metasim_ros.core.state.writer import Plan, StateWriter
 
 #: The complete physics state: what a snapshot stores and a capture holds.
@@ -58,16 +64,13 @@ _UNSTABLE_TEXT = (
 
 @dataclass
 class PhysicsState:
-    """One env's complete physics state: mjSTATE_INTEGRATION (time, qpos, qvel, act,
-    warm start, ctrl, applied forces, mocap, user and plugin data), and what MuJoCo has
-    no place for: the joint targets and the sim times at which applied wrenches end.
-    Targets may be None (keep the current); wrench_until None means no wrench ends (those
-    in xfrc_applied stay until cleared)."""
+    """One env's complete state: mjSTATE_INTEGRATION (time, qpos, qvel, act, warm start,
+    ctrl, applied forces, mocap, user and plugin data) and the control state, everything
+    else that decides ctrl and the applied forces (core.control.state). A restore of a
+    state without control keeps the env's current control state."""
 
     integration: np.ndarray
-    pos_target: np.ndarray | None = None
-    vel_target: np.ndarray | None = None
-    wrench_until: np.ndarray | None = None
+    control: ControlState | None = None
 
 
 @dataclass
@@ -118,7 +121,8 @@ class SpawnRecord:
 
 
 class Transaction:
-    """Backups of some envs taken when a `MujocoHandler.transaction` scope opened."""
+    """Backups of some envs (MjData and control state) taken when a
+    `MujocoHandler.transaction` scope opened."""
 
     def __init__(self, handler: MujocoHandler, env_ids: list[int]) -> None:
         self._handler = handler
@@ -169,9 +173,10 @@ class MujocoHandler:
         self.scene_path: str | None = loaded.path
         self._spec = loaded.spec
         self._robot_names = robots
-        self._gains = (kp, kd)
-        self._actuation_law = actuation
         self._trajectory_rate = trajectory_rate
+        self._control_config = ControlConfig(
+            kp, kd, actuation, _period(trajectory_rate, loaded.model)
+        )
         self._camera_size = camera_size
         self._fast_render = fast_render
         self._derived_tolerance = derived_tolerance
@@ -227,40 +232,43 @@ class MujocoHandler:
             self._stale[env_id] = True
 
     def capture(self, env_id: int) -> PhysicsState:
-        """The complete physics state of one env (mjSTATE_INTEGRATION and the joint
-        targets), as a copy that can be serialised without holding the simulation."""
+        """The complete state of one env (mjSTATE_INTEGRATION and the control state), as
+        a copy that can be serialised without holding the simulation."""
         row = np.empty(self._state_size)
         mujoco.mj_getState(self._model, self._datas[env_id], row, INTEGRATION_STATE)
-        return PhysicsState(
-            row,
-            self._targets.pos[env_id].copy(),
-            self._targets.vel[env_id].copy(),
-            self._wrenches.get(env_id),
-        )
+        return PhysicsState(row, self._controls.capture(env_id))
 
     def restore(self, env_id: int, state: PhysicsState) -> None:
         """Put a captured state back; the env then continues bit-identically to the
-        captured one (ctrl is part of the integration state, so servos are not rewritten)."""
+        captured one (ctrl is part of the integration state, so servos are not rewritten).
+        Without a control state, the env's current one is kept."""
         if state.integration.shape != (self._state_size,):
             raise StateValidationError(
                 "integration_state",
                 f"expected {self._state_size} values, got {state.integration.shape}",
             )
         with self.editing(env_id) as data:
-            if state.pos_target is not None:  # targets: the joints track them again
-                t = self._targets
-                t.pos[env_id] = state.pos_target
-                t.vel[env_id] = state.vel_target
-                t.effort[env_id] = 0.0
-                t.mode[env_id] = POSITION
-                t.modes_changed(env_id)
+            if state.control is not None:
+                self._controls.restore(env_id, state.control)
             mujoco.mj_setState(self._model, data, state.integration, INTEGRATION_STATE)
-            self._wrenches.put(env_id, state.wrench_until)
+
+    def fresh_control(self, env_id: int) -> ControlState:
+        """The control state a reset would give env `env_id` now (joints holding where
+        they are, position mode, configured gains, nothing running): what a file that
+        holds only targets restores on top of."""
+        return self._controls.fresh(self._datas[env_id])
+
+    @property
+    def control_layout(self) -> ControlLayout:
+        """Which joints take targets, gains and commands (the control state's arrays)."""
+        return self._controls.layout
 
     @contextmanager
     def transaction(self, env_ids: Sequence[int] | None = None) -> Iterator[Transaction]:
         """A rollback scope: on any exception, or on `rollback()`, the envs' MjData (derived
-        quantities included) and joint targets are put back bitwise."""
+        quantities included) and control states are put back bitwise. Runs a restore takes
+        out of an env end only when the scope closes, and only if no env runs them then."""
+        self._controls.defer_endings()
         tx = Transaction(self, self._env_ids(env_ids))
         try:
             yield tx
@@ -268,6 +276,7 @@ class MujocoHandler:
             tx.rollback()
             raise
         finally:
+            self._controls.settle()
             self._spares.extend(backup[0] for backup in tx._backups.values())
 
     @property
@@ -297,30 +306,25 @@ class MujocoHandler:
         self.joint_names = list(self.names.joint)
         self.cameras = list(self.names.camera)
         self._key = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_KEY, INITIAL_KEYFRAME)
-        self._targets = JointTargets(m, self.robots, num_envs)
-        robot_joints = list(self.robot_of_joint)
-        self._actuation = Actuation(
-            m, self._targets, robot_joints, *self._gains, self._actuation_law, strict=first
-        )
-        rate = self._trajectory_rate
-        period = round(1.0 / (rate * m.opt.timestep)) if rate > 0 else 1
-        #: trajectories being executed (core.sim.trajectory), advanced by step()
-        self.trajectories = TrajectoryRunner(
-            m, self._targets, {r.name: list(r.joints) for r in self.robots}, period
-        )
+        self._control_config.period = _period(self._trajectory_rate, m)
+        self._controls = Controls(m, self.robots, self._control_config, datas, strict=first)
+        layout = self._controls.layout
+        self._laws = Laws(m, layout)
+        #: trajectories (core.control.trajectory): checked here, advanced by step()
+        self._trajectories = Trajectories(m, layout)
+        self._wrenches = AppliedWrenches(m)
         self._camera_poses = CameraPoses(m, self._camera_size)
         if self._renderer is not None:
             self._renderer.close()
             self._renderer = None
         self._reader = StateReader(
-            m, self.models, self._datas, self.cameras, self._camera_poses, self._targets
+            m, self.models, self._datas, self.cameras, self._camera_poses, self._controls
         )
         self._writer = StateWriter(
-            m, self._reader, self._targets, self.cameras, self._derived_tolerance
+            m, self._reader, self._controls, self.cameras, self._derived_tolerance
         )
-        self._joints = JointReader(m, self.joint_names, self._targets)
+        self._joints = JointReader(m, self.joint_names, self._controls)
         self.sensors = SensorTable(m, self.models)
-        self._wrenches = AppliedWrenches(m, num_envs)
         self._stale = [True] * num_envs  # changed since derived quantities were computed
         self._state_size = int(mujoco.mj_stateSize(m, INTEGRATION_STATE))
 
@@ -370,13 +374,16 @@ class MujocoHandler:
         """The compiled model and envs take over; what is kept by name carries over."""
         compiled = prepared.compiled
         assert compiled is not None, "installed before it was compiled"
-        targets, ends = self._targets.by_name(), self._wrenches.until.copy()
-        trajectories = self.trajectories
+        controls, before = self._controls, len(self.body_names)
         self._spec = prepared.spec
         self._adopt(compiled[0][0], None, [d for _, d in compiled])
-        self._targets.carry_over(targets, self._datas)
-        self._wrenches.carry_over(ends, prepared.renumbering.bodies(prepared.spec))
-        self.trajectories.carry_over(trajectories)
+        # bodies are carried over by their name in the new model: the one each body has
+        # now (a delete renumbers, and renames the unnamed), "" for the bodies gone
+        moved = prepared.renumbering.bodies(prepared.spec)
+        now = [self.body_names[moved[b]] if b in moved else "" for b in range(before)]
+        self._controls.carry_over(
+            controls, self.body_names, now, self._datas, self._trajectories.check
+        )
         prepared.done()
 
     def _states(self) -> np.ndarray:
@@ -396,7 +403,8 @@ class MujocoHandler:
         self.spawned = {}
         self.scene_path = loaded.path
         self._spec = loaded.spec
-        self.trajectories.abort_all(INVALID_GOAL, "aborted: another world was loaded")
+        for e in range(self.num_envs):
+            self._controls.end_runs(e, "aborted: another world was loaded")
         self._adopt(
             loaded.model, loaded.xml, [mujoco.MjData(loaded.model) for _ in range(self.num_envs)]
         )
@@ -476,7 +484,7 @@ class MujocoHandler:
     @property
     def target_joint_names(self) -> list[str]:
         """Robot joints that take dof_pos_target / dof_vel_target, in order."""
-        return list(self._targets.names)
+        return list(self._controls.layout.names)
 
     # -- state ---------------------------------------------------------------------
     def _env_ids(self, env_ids: Sequence[int] | None) -> list[int]:
@@ -549,18 +557,19 @@ class MujocoHandler:
         duration: float,
     ) -> str:
         """Apply `force` at world `point` plus `torque` to `body` for `duration` sim seconds
-        (0 = until cleared), replacing the body's previous wrench; see core.sim.wrenches.
+        (0 = until cleared), replacing the body's previous wrench; see core.control.wrenches.
         Raises WrenchError (nothing changed) for bad input."""
         e = self._env_ids([env_id])[0]
         self._sync((e,))  # the wrench moves to the centre of mass: xipos must be current
         with self.editing(e) as data:
-            return self._wrenches.apply(e, data, body, force, torque, point, duration)
+            c = self._controls.envs[e]
+            return self._wrenches.apply(e, c, data, body, force, torque, point, duration)
 
     def clear_wrenches(self, env_ids: Sequence[int] | None = None) -> None:
         """Remove every applied wrench of the envs (default: all)."""
         for e in self._env_ids(env_ids):
             with self.editing(e) as data:
-                self._wrenches.clear(e, data)
+                self._wrenches.clear(self._controls.envs[e], data)
 
     def _render(self, data: mujoco.MjData, state: State) -> None:
         if not self.cameras:
@@ -615,57 +624,111 @@ class MujocoHandler:
         if actions is not None:
             for plan in self._plans(actions, None, "actions", action=True):
                 self._writer.apply_targets(plan)
-        runner, left = self.trajectories, n
-        while left > 0:  # controller updates fall between physics steps, in sim time
-            k = left
-            if runner.active:
-                if runner.countdown <= 0:
-                    runner.update(self._datas)
-                    runner.countdown = runner.period
-                k = min(left, runner.countdown)
-                runner.countdown -= k
-            self._advance(k)
-            left -= k
-
-    def _advance(self, n: int) -> None:
-        """n physics steps of every env, with the actuation laws before each, in runs
-        that end exactly where an applied wrench ends."""
-        wrenches = self._wrenches
         for e, d in enumerate(self._datas):
-            left = n
-            while left > 0:
-                wrenches.expire(e, d)
-                k = wrenches.steps_before_end(e, d.time, left)
-                self._advance_env(e, d, k)
-                left -= k
-            wrenches.expire(e, d)
-            self._stale[e] = self._stale[e] or n > 0
+            self._step_env(e, d, n)
 
-    def _advance_env(self, e: int, d: mujoco.MjData, n: int) -> None:
-        """n physics steps of env e with its actuation law before each."""
-        m, act, step = self._model, self._actuation, mujoco.mj_step
-        if not act.busy(e):
+    def _step_env(self, e: int, d: mujoco.MjData, n: int) -> None:
+        """n physics steps of env e: controller updates fall between physics steps, on
+        the env's controller clock; the laws run before each step; runs of steps end
+        exactly where an applied wrench ends."""
+        c, left = self._controls.envs[e], n
+        while left > 0:
+            k = left
+            if c.trajectories:
+                if c.countdown <= 0:
+                    if self._trajectories.update(d, c):  # a run began: modes changed
+                        self._controls.changed(e)
+                    c.countdown = c.period
+                k = min(left, c.countdown)
+                c.countdown -= k
+            self._advance(e, d, c, k)
+            left -= k
+        self._stale[e] = self._stale[e] or n > 0
+
+    def _advance(self, e: int, d: mujoco.MjData, c: ControlState, n: int) -> None:
+        """n physics steps of env e, in runs that end exactly where a wrench ends."""
+        wrenches, left = self._wrenches, n
+        while left > 0:
+            wrenches.expire(c, d)
+            k = wrenches.steps_before_end(c, d.time, left)
+            self._advance_env(e, d, c, k)
+            left -= k
+        wrenches.expire(c, d)
+
+    def _advance_env(self, e: int, d: mujoco.MjData, c: ControlState, n: int) -> None:
+        """n physics steps of env e with its control laws before each."""
+        m, laws, step = self._model, self._laws, mujoco.mj_step
+        if not self._controls.stepping[e]:
             step(m, d, nstep=n)  # one GIL release for the run, not one per step
-        elif act.split:
+            return
+        version = self._controls.version[e]
+        if laws.split(c):
             for _ in range(n):
                 mujoco.mj_step1(m, d)
-                act.apply(e, d)
+                laws.apply(e, version, d, c)
                 mujoco.mj_step2(m, d)
         else:
             for _ in range(n):
-                act.apply(e, d)
+                laws.apply(e, version, d, c)
                 step(m, d)
 
     def command(
         self, commands: Mapping[str, JointCommand], env_ids: Sequence[int] | None = None
     ) -> None:
-        """Joint commands by name, routed to what drives each joint (core.state.commands);
+        """Joint commands by name, routed to what drives each joint (core.control.commands);
         they persist. Validated first: a refused command changes nothing."""
         ids = self._env_ids(env_ids)
-        plan = plan_commands(self._targets, commands)
+        plan = plan_commands(self._controls.layout, commands)
         for e in ids:
             with self.editing(e) as data:
-                apply_commands(self._targets, e, data, plan)
+                apply_commands(self._controls, e, data, plan)
+
+    # -- trajectories ----------------------------------------------------------------
+    def robot_of_joints(self, joints: Sequence[str], key: str) -> str:
+        """The one robot these joints belong to (refused, naming `key`, otherwise)."""
+        return self._trajectories.robot_of(joints, key)
+
+    def check_trajectory(self, robot: str, goal: TrajectoryGoal) -> None:
+        """Refuse (StateValidationError) a goal `robot` cannot follow; nothing changes."""
+        self._trajectories.check(robot, goal)
+
+    def start_trajectory(
+        self, robot: str, goal: TrajectoryGoal, env_ids: Sequence[int] | None = None
+    ) -> tuple[list[TrajectoryRun], list[TrajectoryRun]]:
+        """Run `goal` on `robot` in the envs (default all), replacing what it runs there,
+        from the next step; return the new runs (in env order) and the replaced ones
+        (still running: the caller ends them with its own outcome). Checked first:
+        refused, nothing changes."""
+        ids = self._env_ids(env_ids)
+        self._trajectories.check(robot, goal)
+        for e in ids:
+            self._trajectories.check_start(robot, goal, self._datas[e].time)
+        runs, replaced = [], []
+        for e in ids:
+            c = self._controls.envs[e]
+            old = c.trajectories.get(robot)
+            if old is not None and old.run.active:
+                replaced.append(old.run)
+            run = TrajectoryRun(robot, goal, e)
+            c.trajectories[robot] = TrajectoryProgress(run)
+            c.countdown = 0  # sample at once
+            runs.append(run)
+        return runs, replaced
+
+    def stop_trajectory(
+        self, robot: str, code: int, text: str, env_ids: Sequence[int] | None = None
+    ) -> None:
+        """End what `robot` runs in the envs (default all) with (code, text): its targets
+        stay where the last controller update put them, so the robot holds there."""
+        for e in self._env_ids(env_ids):
+            prog = self._controls.envs[e].trajectories.get(robot)
+            if prog is not None:
+                prog.run.finish(code, text)
+
+    def running_trajectories(self, env_id: int = 0) -> list[str]:
+        """The robots that run a trajectory in one env (one that ended is dropped at the
+        next controller update)."""
+        return list(self._controls.envs[self._env_ids([env_id])[0]].trajectories)
 
     def divergence(self) -> dict[int, str]:
         """Environments whose physics blew up since the last call: {env: what MuJoCo saw}.
@@ -699,15 +762,13 @@ class MujocoHandler:
         model's defaults) with targets holding it, then `init_states` (one per env
         reset) through set_states. Trajectories being executed are aborted."""
         ids = self._env_ids(env_ids)
-        self.trajectories.abort_all(INVALID_GOAL, "aborted: the simulation was reset")
         for e in ids:
             d = self._datas[e]
             if self._key >= 0:
                 mujoco.mj_resetDataKeyframe(self._model, d, self._key)
             else:
                 mujoco.mj_resetData(self._model, d)
-            self._targets.hold(e, d)
-            self._wrenches.put(e, None)  # the reset zeroed xfrc_applied
+            self._controls.hold(e, d, "aborted: the simulation was reset")
             mujoco.mj_forward(self._model, d)
             self._stale[e] = False
         if init_states is not None:
@@ -728,26 +789,21 @@ class MujocoHandler:
         # a kept MjData and mj_copyData: microseconds, where allocating a copy costs ~0.4 ms
         spare = self._spares.pop() if self._spares else mujoco.MjData(self._model)
         mujoco.mj_copyData(spare, self._model, self._datas[env_id])
-        t = self._targets
-        return (
-            spare,
-            [a[env_id].copy() for a in t.per_env_arrays],
-            self._stale[env_id],
-            self._wrenches.get(env_id),
-        )
+        return spare, self._controls.capture(env_id), self._stale[env_id]
 
     def _put_back(self, env_id: int, backup: tuple) -> None:
-        data, arrays, stale, wrench_until = backup
+        data, control, stale = backup
         mujoco.mj_copyData(self._datas[env_id], self._model, data)
-        t = self._targets
-        for dest, saved in zip(t.per_env_arrays, arrays):
-            dest[env_id] = saved
-        t.modes_changed(env_id)
+        self._controls.restore(env_id, control)
         self._stale[env_id] = stale
-        self._wrenches.put(env_id, wrench_until)
 
     def close(self) -> None:
         """Release the GL context (if any camera was rendered)."""
         if self._renderer is not None:
             self._renderer.close()
             self._renderer = None
+
+
+def _period(rate: float, model: mujoco.MjModel) -> int:
+    """Physics steps between controller updates at `rate` Hz of sim time (at least 1)."""
+    return max(1, round(1.0 / (rate * model.opt.timestep))) if rate > 0 else 1

@@ -15,6 +15,9 @@ from typing import Any, Protocol
 
 import mujoco
 
+from metasim_ros.core.control.drives import ControlLayout
+from metasim_ros.core.control.state import ControlState
+from metasim_ros.core.control.trajectory import TrajectoryGoal
 from metasim_ros.core.scene.loading import ModelInfo
 from metasim_ros.core.sim.handler import PhysicsState, SpawnRecord, Transaction
 from metasim_ros.core.state.schema import State
@@ -52,11 +55,22 @@ class Simulation(Protocol):
     def editing(self, env_id: int) -> AbstractContextManager[mujoco.MjData]:
         """One env's MjData to write directly; it is re-synced on the next read."""
 
+    @property
+    def control_layout(self) -> ControlLayout:
+        """Which joints the control state's arrays hold (targets, ball joints, gains)."""
+
     def capture(self, env_id: int) -> PhysicsState:
-        """A copy of one env's integration state and joint targets."""
+        """A copy of one env's integration state and control state."""
 
     def restore(self, env_id: int, state: PhysicsState) -> None:
-        """Put a captured state back; the env then continues bit-identically."""
+        """Put a captured state back; the env then continues bit-identically (a state
+        without control keeps the env's control state)."""
+
+    def fresh_control(self, env_id: int) -> ControlState:
+        """The control state a reset would give the env now (holding where it is)."""
+
+    def check_trajectory(self, robot: str, goal: TrajectoryGoal) -> None:
+        """Refuse (StateValidationError) a goal the robot cannot follow."""
 
     def transaction(
         self, env_ids: Sequence[int] | None = None

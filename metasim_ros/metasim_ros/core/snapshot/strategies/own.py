@@ -1,8 +1,10 @@
 # Copyright 2026 metasim_ros developers
 # SPDX-License-Identifier: Apache-2.0
-"""Strategies 1 and 2: reading the own format (``format.py``, versions 1 and 2) back.
+"""Strategies 1 and 2: reading the own format (``format.py``, versions 1 to 3) back.
 
-Strategy 1 restores ``integration_state`` bit-exactly when the model signature matches;
+Strategy 1 restores ``integration_state`` bit-exactly when the model signature matches, and
+the control state with it (version 3; older files hold only the targets, which the report
+says);
 strategy 2 restores on another model: version 2 through the file's name tables (by address when
 the structure matches, else by name), version 1 through its MetaSim tree via ``set_states``.
 """
@@ -17,9 +19,10 @@ import h5py
 import mujoco
 import numpy as np
 
+from metasim_ros.core.control.wrenches import end_times
 from metasim_ros.core.scene.names import element_names
 from metasim_ros.core.sim.handler import INTEGRATION_STATE
-from metasim_ros.core.sim.wrenches import end_times
+from metasim_ros.core.snapshot import control as control_io
 from metasim_ros.core.snapshot.bodies import BODY_WIDTH
 from metasim_ros.core.snapshot.format import (
     FORMAT_NAME,
@@ -178,10 +181,21 @@ class IntegrationStateStrategy:
                     _step_dataset(eg, "wrench_remaining", count, index, (model.nbody,)), row[0]
                 )
             )
-            state = PhysicsState(row, pos, vel, wrench)
+            doc = control_io.read(eg, index, count)
+            if doc is None:
+                expected.not_exact.extend(_older_control(sim, version))
 
             def apply(handler: Simulation, env_id: int) -> None:
-                handler.restore(env_id, state)
+                handler.restore(env_id, PhysicsState(row))  # control: on the restored state
+                c = handler.fresh_control(env_id)
+                if doc is not None:
+                    c = control_io.decode(doc, handler, env_id, c)
+                c.pos[:], c.vel[:] = pos, vel
+                if wrench is not None:
+                    c.wrench_until[:] = wrench
+                c.refresh()
+                handler.restore(env_id, PhysicsState(row, c))
+                expected.control = c
 
             return Plan(self.name, count, i, apply, expected, warnings, settled=True)
         tree = subgroup(eg, "state")
@@ -193,13 +207,34 @@ class IntegrationStateStrategy:
             for name, r in file_state.get("robots", {}).items()
         }
 
+        expected.not_exact.extend(_older_control(sim, version))
+
         def apply_v1(handler: Simulation, env_id: int) -> None:
+            handler.restore(env_id, PhysicsState(row))  # control: on the restored state
+            handler.restore(env_id, PhysicsState(row, handler.fresh_control(env_id)))
             if targets:
                 set_states_or_mismatch(handler, {"robots": targets}, env_id)
             # after: ctrl exactly as saved
             handler.restore(env_id, PhysicsState(row))
 
         return Plan(self.name, count, i, apply_v1, expected, warnings)
+
+
+def _older_control(sim: Simulation, version: int) -> list[str]:
+    """What a state without its control state (a file of format 1 or 2, or trajectory rows
+    saved as bare integration states) cannot hold, when this scene has joints that take
+    targets (else nothing is missing)."""
+    if sim.control_layout.empty:
+        return []
+    why = (
+        f"file written before command modes were stored (format version {version})"
+        if version < FORMAT_VERSION
+        else "the file's rows were saved without their control state (integration states only)"
+    )
+    return [
+        f"{why}: joints return to position mode holding the file's targets; efforts, "
+        "ball-joint targets, gains, running trajectories and the controller clock are not in it"
+    ]
 
 
 def _step_dataset(
