@@ -101,16 +101,15 @@ class WorldStateFiller:
     is released, from values copied under it.
     """
 
-    def __init__(self, handler, world_frame: str = "world") -> None:
-        self._model = handler.model
+    def __init__(self, handler, world_frame: str) -> None:
         self._models = handler.models
         self._world_frame = world_frame
+        self._types = handler.model.jnt_type.copy()
         self._msgs: dict[int, WorldState] = {}
 
     def _build(self, env_id: int) -> WorldState:
         msg = WorldState(env_id=env_id)
         msg.header.frame_id = self._world_frame
-        model = self._model
         for info in self._models:
             msg.model_states.append(
                 ModelState(
@@ -120,8 +119,8 @@ class WorldStateFiller:
                     field_mask=ModelState.ALL,
                     link_states=[LinkState(name=b) for b in info.bodies],
                     joint_states=[
-                        MsJointState(name=model.joint(j).name, type=int(model.jnt_type[j]))
-                        for j in info.joint_ids
+                        MsJointState(name=name, type=int(self._types[j]))
+                        for name, j in zip(info.joints, info.joint_ids)
                     ],
                 )
             )
@@ -165,8 +164,8 @@ class JointStateFiller:
 
     def __init__(self, handler) -> None:
         self._handler = handler
-        names = [j for robot in handler.robots for j in robot.joints]
-        self._arrays = RobotJointArrays(handler.model, names)
+        ids = [j for robot in handler.robots for j in robot.joint_ids]
+        self._arrays = RobotJointArrays(handler.model, ids)
         self.msg = JointState(name=self._arrays.names)
 
     def fill(self, env_id: int = 0) -> JointState:
@@ -244,9 +243,12 @@ def _refuse_model_state(key: str, ms: ModelState, info) -> None:
             )
 
 
-def world_to_states(handler, worlds: list[WorldState]) -> tuple[list[dict], list[int]]:
+def world_to_states(
+    handler, worlds: list[WorldState], world_frame: str
+) -> tuple[list[dict], list[int]]:
     """SetStates request -> (partial core states, env ids). Raises StateValidationError.
-    Sizes are checked before anything is built (check_set_states_sizes)."""
+    Sizes are checked before anything is built (check_set_states_sizes). Poses are in
+    `world_frame` (the node's, with its prefix; '' means it too)."""
     infos = {m.name: m for m in handler.models}
     check_set_states_sizes(worlds, handler.num_envs, infos)
     env_ids: list[int] = []
@@ -270,10 +272,10 @@ def world_to_states(handler, worlds: list[WorldState]) -> tuple[list[dict], list
             if ms.name in seen:
                 raise StateValidationError(f"models.{ms.name}", "model given twice")
             seen.add(ms.name)
-            if ms.reference_frame not in ("", "world"):
+            if ms.reference_frame not in ("", world_frame):
                 raise StateValidationError(
                     f"models.{ms.name}.reference_frame",
-                    f"only 'world' is supported, got '{shown(ms.reference_frame)}'",
+                    f"only '{shown(world_frame)}' is supported, got '{shown(ms.reference_frame)}'",
                 )
             info = infos[ms.name]
             section = "robots" if info.kind == "robot" else "objects"

@@ -214,7 +214,11 @@ class SimParameters:
         "camera rendering: 'fast' has no shadows and no MSAA (right for CPU rendering)",
         choices=("fast", "quality"),
     )
-    frame_prefix: str = _p("", "prefix of every TF frame name (e.g. 'sim/')")
+    frame_prefix: str = _p(
+        "",
+        "prefix of every TF frame name (e.g. 'sim/'), and so of every frame id the node "
+        "publishes or replies",
+    )
     on_divergence: str = _p(
         "reset",
         "what to do when the physics of an env blows up (NaN/Inf/huge values): "

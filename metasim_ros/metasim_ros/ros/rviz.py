@@ -44,13 +44,16 @@ _TYPES = {
 }
 
 
-def marker_array(visuals: Iterable[mk.GeomVisual], frames: list[str]) -> MarkerArray:
-    """DELETEALL, then one frame-locked marker per visual (namespace: its model, id: the
-    geom id; stamp 0: rviz2 draws frame-locked markers at the latest TF)."""
-    msg = MarkerArray(markers=[Marker(action=Marker.DELETEALL)])
+def marker_array(visuals: Iterable[mk.GeomVisual], tree: FrameTree) -> MarkerArray:
+    """DELETEALL, then one frame-locked marker per visual in its body's frame (namespace:
+    its model, id: the geom id; stamp 0: rviz2 draws frame-locked markers at the latest
+    TF)."""
+    clear = Marker(action=Marker.DELETEALL)
+    clear.header.frame_id = tree.world
+    msg = MarkerArray(markers=[clear])
     for v in visuals:
         m = Marker(ns=v.model, id=v.geom, type=_TYPES[v.shape], frame_locked=True)
-        m.header.frame_id = frames[v.body]
+        m.header.frame_id = tree.body_frames[v.body]
         fill_pose(m.pose, v.pos, v.quat)
         fill_xyz(m.scale, v.scale)
         m.color.r, m.color.g, m.color.b, m.color.a = (float(x) for x in v.rgba)
@@ -75,16 +78,13 @@ class RvizTopics:
         self._mutex = threading.RLock()  # one publisher of the pair at a time, in order
         self._markers = node.create_publisher(MarkerArray, "~/scene_markers", LATCHED_QOS)
         self._description = None
-        sim.follow_model(
-            lambda h: (h.model, list(h.robots), h.scene_path, list(h.body_names)), self._build
-        )
+        sim.follow_model(lambda h: (h.model, list(h.robots), h.scene_path), self._build)
 
     def _build(self, taken: tuple) -> None:
         """Markers and description of a new model, republished."""
-        model, robots, path, body_names = taken
+        model, robots, path = taken
         with self._mutex:
-            frames = FrameTree(model, body_names, self._params.frame_prefix).body_frames
-            self._scene = (model, frames)
+            self._scene = (model, FrameTree(model, self._params.frame_prefix))
             self.publish_markers(self._params)
             self._publish_description(model, robots, path)
 
@@ -119,6 +119,6 @@ class RvizTopics:
         """The markers for the current `markers` / `marker_groups` (only a DELETEALL when
         markers are off)."""
         with self._mutex:
-            model, frames = self._scene
+            model, tree = self._scene
             visuals = mk.geom_visuals(model, params.marker_groups) if params.markers else []
-            self._markers.publish(marker_array(visuals, frames))
+            self._markers.publish(marker_array(visuals, tree))

@@ -44,6 +44,7 @@ from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.snapshot import apply_load, capture_snapshot, prepare_load, write_captured
 from metasim_ros.core.state import limits
+from metasim_ros.core.state.frames import world_frame
 from metasim_ros.core.text import bounded, log_block
 from metasim_ros.ros.conversions import WorldStateFiller, world_to_states
 from metasim_ros.ros.fast_services import FastServices
@@ -142,6 +143,7 @@ class SimServices:
     ) -> None:
         self._sim = sim
         self._params = params
+        self._world_frame = world_frame(params.frame_prefix)
         self._clock_gaps = clock_gaps
         self.log_error = node.get_logger().error
         self._fast = fast
@@ -167,7 +169,7 @@ class SimServices:
         """~/set_states: partial states, all or nothing."""
 
         def apply(h: MujocoHandler) -> int:  # parsed against the model it is applied to
-            states, env_ids = world_to_states(h, request.states)
+            states, env_ids = world_to_states(h, request.states, self._world_frame)
             h.set_states(states, env_ids)
             return len(states)
 
@@ -185,7 +187,8 @@ class SimServices:
                 readings = read_worlds(h)
                 version, total = h.model_version, h.num_envs
                 if replies.filler is None or replies.version != version:
-                    replies.filler, replies.version = WorldStateFiller(h), version  # this layout
+                    replies.filler = WorldStateFiller(h, self._world_frame)  # this layout
+                    replies.version = version
                     replies.get_states.states = []
             if read_remaining(self._sim, version, total, readings):
                 break

@@ -35,6 +35,7 @@ from metasim_ros.core.scene.entity_info import EntityInfo
 from metasim_ros.core.sim import simulator as api
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.sim.physics_loop import PhysicsLoop
+from metasim_ros.core.state.frames import world_frame
 from metasim_ros.core.text import bounded, shown
 from metasim_ros.ros.conversions import fill_pose, fill_twist, stamp, wxyz, xyz
 from metasim_ros.ros.message_sizes import check_message_sizes
@@ -196,7 +197,7 @@ class SimInterfaces:
     ) -> None:
         self._params = params
         self.log_error = node.get_logger().error
-        self.world_frame = params.frame_prefix + "world"
+        self.world_frame = world_frame(params.frame_prefix)
         self.api = api.Simulator(
             sim,
             scene=params.scene or None,
@@ -425,7 +426,12 @@ class SimInterfaces:
             )
         frame = request.initial_pose.header.frame_id
         prefix = self._params.frame_prefix
-        relative = "" if frame in ("", self.world_frame) else frame.removeprefix(prefix)
+        if frame in ("", self.world_frame):
+            relative = ""
+        elif frame.startswith(prefix):
+            relative = frame[len(prefix) :]
+        else:
+            raise NotFoundError(f"no frame '{shown(frame)}' (frames are '{prefix}<body name>')")
         pose = request.initial_pose.pose
         return self.api.spawn(
             request.name,

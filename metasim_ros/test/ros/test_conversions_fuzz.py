@@ -212,7 +212,7 @@ def _refused(scene: Scene, call, before) -> StateValidationError:
 
 
 def _set(h, worlds):
-    states, env_ids = world_to_states(h, worlds)
+    states, env_ids = world_to_states(h, worlds, "world")
     h.set_states(states, env_ids)
 
 
@@ -340,7 +340,7 @@ def test_published_world_state_round_trips(scene_name, data):
     worlds = data.draw(world_msgs(scene, good=True), "worlds")
     _set(h, worlds)  # somewhere random, valid
     states = h.get_states(render=False)
-    filler = WorldStateFiller(h)
+    filler = WorldStateFiller(h, "world")
     published = [
         filler.fill(e, h.sim_time(e), states[e], h.joint_states(e), h.link_wrenches(e))
         for e in range(NUM_ENVS)

@@ -24,6 +24,7 @@ import mujoco
 import numpy as np
 
 from metasim_ros.core.errors import RequestError
+from metasim_ros.core.scene.names import element_names
 from metasim_ros.core.text import shown
 from metasim_ros.core.values import as_array
 
@@ -57,7 +58,7 @@ class AppliedWrenches:
         (0 = until cleared). `data` must be synced (xipos is read). Validates everything
         before writing; returns a one-line description."""
         m = self._model
-        b = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, body)
+        b = element_names(m).body.id(body)
         if b < 0:
             raise WrenchError(f"body '{shown(body)}': no such body")
         if m.body_weldid[b] == 0:

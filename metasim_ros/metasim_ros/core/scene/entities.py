@@ -3,10 +3,15 @@
 """Entities added to or removed from a scene's MjSpec (runtime spawn and delete).
 
 An entity is a model in the MetaSim sense: one direct child body of the worldbody with
-its subtree, named after that body. A spawned entity's own element names are kept under
-the prefix ``<name>/`` so they never collide with the scene's; its root body is renamed
-to the entity name. The caller recompiles the edited spec (``MjSpec.recompile`` carries
-every other element's state over).
+its subtree, named after that body (its element name, core.scene.names: generated when
+the body is unnamed). A spawned entity's own element names are kept under the prefix
+``<name>/`` so they never collide with the scene's; its root body is renamed to the
+entity name. The caller recompiles the edited spec (``MjSpec.recompile`` carries every
+other element's state over).
+
+Entities are found by their element names in a spec compiled to the model those names
+are of (`body_names`, by body id): a spec and its copies keep the ids of their last
+compile until edited.
 """
 
 from __future__ import annotations
@@ -33,9 +38,16 @@ _CLASSED = (
 QUAT_TOLERANCE = 1e-6
 
 
-def entity_names(spec: mujoco.MjSpec) -> list[str]:
-    """Names of the direct children of the worldbody (the scene's entities)."""
-    return [b.name for b in spec.worldbody.bodies]
+def entity_bodies(spec: mujoco.MjSpec, body_names: Sequence[str]) -> dict[str, mujoco.MjsBody]:
+    """The direct children of the worldbody (the scene's entities) by element name."""
+    return {body_names[b.id]: b for b in spec.worldbody.bodies}
+
+
+def _entity(spec: mujoco.MjSpec, name: str, body_names: Sequence[str]) -> mujoco.MjsBody:
+    entities = entity_bodies(spec, body_names)
+    if name not in entities:
+        raise UnknownEntityError(f"no entity named '{shown(name)}' (entities: {list(entities)})")
+    return entities[name]
 
 
 def parse_entity(resource: str, path: str | None = None) -> mujoco.MjSpec:
@@ -73,11 +85,12 @@ def attach_entity(
     resource: str | mujoco.MjSpec,
     pos: Sequence[float] = (0.0, 0.0, 0.0),
     quat: Sequence[float] = (1.0, 0.0, 0.0, 0.0),
+    body_names: Collection[str] = (),
 ) -> None:
     """Add the one top-level body of `resource` (MJCF ``<mujoco>`` or URDF ``<robot>``
     text, or its parsed spec) to `spec` as entity `name` at pose (pos, quat [w,x,y,z])
-    in the world."""
-    check_name(spec, name)
+    in the world; `body_names`: the model's (a generated name is taken too)."""
+    check_name(spec, name, body_names)
     pose = check_pose(pos, quat)
     child = parse_entity(resource) if isinstance(resource, str) else resource
     roots = list(child.worldbody.bodies)
@@ -92,13 +105,14 @@ def attach_entity(
     body.name = name
 
 
-def remove_entity(spec: mujoco.MjSpec, name: str) -> None:
-    """Remove entity `name` (a direct child body of the worldbody) and its subtree."""
-    if name not in entity_names(spec):
-        raise UnknownEntityError(
-            f"no entity named '{shown(name)}' (entities: {entity_names(spec)})"
-        )
-    body = spec.body(name)
+def remove_entities(spec: mujoco.MjSpec, names: Sequence[str], body_names: Sequence[str]) -> None:
+    """Remove entities (direct child bodies of the worldbody) with their subtrees; all
+    are found before any goes (a removal renumbers the bodies after it)."""
+    for name, body in [(n, _entity(spec, n, body_names)) for n in dict.fromkeys(names)]:
+        _remove(spec, name, body)
+
+
+def _remove(spec: mujoco.MjSpec, name: str, body: mujoco.MjsBody) -> None:
     prefix = f"{name}/"
     classes = {f"{prefix}main"} | {
         e.classname.name for kind in _CLASSED for e in body.find_all(kind) if e.classname
@@ -118,28 +132,29 @@ def remove_entity(spec: mujoco.MjSpec, name: str) -> None:
 
 
 def place_entity(
-    spec: mujoco.MjSpec, name: str, pos: Sequence[float], quat: Sequence[float]
+    spec: mujoco.MjSpec,
+    name: str,
+    pos: Sequence[float],
+    quat: Sequence[float],
+    body_names: Sequence[str],
 ) -> None:
     """Move entity `name`'s root body to a world pose in the model (for entities fixed to
     the world, whose pose is part of the model rather than of the state)."""
-    if name not in entity_names(spec):
-        raise UnknownEntityError(
-            f"no entity named '{shown(name)}' (entities: {entity_names(spec)})"
-        )
+    body = _entity(spec, name, body_names)
     p, q = check_pose(pos, quat)
-    body = spec.body(name)
     if body.frame is not None:  # a spawned entity hangs from the frame it was placed with
         body.frame.pos, body.frame.quat = [0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]
     body.pos, body.quat = p, q
 
 
-def check_name(spec: mujoco.MjSpec, name: str) -> None:
-    """Refuse names MuJoCo or the entity prefixes cannot hold, and names in use."""
+def check_name(spec: mujoco.MjSpec, name: str, body_names: Collection[str] = ()) -> None:
+    """Refuse names MuJoCo or the entity prefixes cannot hold, and names in use (by a
+    body of `spec`, or generated for an unnamed one: in `body_names`)."""
     if not isinstance(name, str) or not name or "/" in name or not name.isprintable():
         raise ResourceError(
             "name", f"entity name '{shown(name)}': must be a non-empty printable name without '/'"
         )
-    if spec.body(name) is not None:
+    if spec.body(name) is not None or name in body_names:
         raise ResourceError(
             "name_taken", f"entity name '{shown(name)}' is taken by a body of the scene"
         )

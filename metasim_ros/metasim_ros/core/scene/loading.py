@@ -18,6 +18,7 @@ import numpy as np
 
 from metasim_ros.core.errors import SceneError
 from metasim_ros.core.joint_kinds import FREE
+from metasim_ros.core.scene.names import element_names
 from metasim_ros.scenes import default_scene_path
 
 _TRN = mujoco.mjtTrn
@@ -26,7 +27,7 @@ _WRAP_JOINT = mujoco.mjtWrap.mjWRAP_JOINT
 
 @dataclass(frozen=True)
 class ModelInfo:
-    """One model of the scene; names are MuJoCo names (synthesised when empty)."""
+    """One model of the scene; names are the scene's element names (core.scene.names)."""
 
     name: str
     kind: str  # "object" | "robot"
@@ -83,23 +84,6 @@ def _compile(scene: str | None) -> LoadedScene:
     return LoadedScene(model, text, path, spec)
 
 
-def object_name(model: mujoco.MjModel, objtype: mujoco.mjtObj, objid: int) -> str:
-    """MuJoCo name, or '<type><id>' (e.g. 'body3') for unnamed elements."""
-    name = mujoco.mj_id2name(model, objtype, objid)
-    return name if name else f"{objtype.name[6:].lower()}{objid}"
-
-
-def names(model: mujoco.MjModel, objtype: mujoco.mjtObj, count: int) -> list[str]:
-    """All names of one element type, in id order, checked unique."""
-    out = [object_name(model, objtype, i) for i in range(count)]
-    if len(set(out)) != len(out):
-        dup = sorted({n for n in out if out.count(n) > 1})
-        raise SceneError(
-            f"duplicate {objtype.name[6:].lower()} names {dup}; name them in the scene"
-        )
-    return out
-
-
 def _actuated_roots(model: mujoco.MjModel) -> set[int]:
     """Root body ids of the models that own at least one actuator."""
     roots: set[int] = set()
@@ -130,8 +114,8 @@ def find_models(model: mujoco.MjModel, robots: Sequence[str] | None = None) -> l
 
     `robots` None: robots are the models owning actuators; otherwise exactly those named.
     """
-    body_names = names(model, mujoco.mjtObj.mjOBJ_BODY, model.nbody)
-    joint_names = names(model, mujoco.mjtObj.mjOBJ_JOINT, model.njnt)
+    table = element_names(model)
+    body_names, joint_names = table.body, table.joint
     roots = [b for b in range(1, model.nbody) if model.body_parentid[b] == 0]
     root_names = {body_names[r] for r in roots}
     if robots is not None:

@@ -34,7 +34,7 @@ import mujoco
 import numpy as np
 
 from metasim_ros.core.joint_kinds import BALL, FREE, HINGE, SLIDE
-from metasim_ros.core.scene.loading import ModelInfo, names
+from metasim_ros.core.scene.loading import ModelInfo
 from metasim_ros.core.scene.markers import (
     INFINITE_PLANE_HALF_SIZE,
     PLANE_THICKNESS,
@@ -44,6 +44,7 @@ from metasim_ros.core.scene.markers import (
     mesh_arrays,
 )
 from metasim_ros.core.scene.mesh_export import MeshFolder, indexed
+from metasim_ros.core.scene.names import element_names
 
 _G = mujoco.mjtGeom
 _IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])
@@ -204,8 +205,8 @@ class _Writer:
         self.meshes = meshes
         self.folder = folder
         self.written: dict[tuple[int, int], str] = {}  # (geom type, data id) -> its name
-        self.bodies = names(model, mujoco.mjtObj.mjOBJ_BODY, model.nbody)
-        self.joints = names(model, mujoco.mjtObj.mjOBJ_JOINT, model.njnt)
+        table = element_names(model)
+        self.bodies, self.joints, self.geoms = table.body, table.joint, table.geom
         self.robot = ET.Element("robot")
         self.compiler = ET.SubElement(
             ET.SubElement(self.robot, "mujoco"), "compiler", fusestatic="false"
@@ -244,7 +245,7 @@ class _Writer:
         m = self.m
         kind, size = int(m.geom_type[g]), m.geom_size[g]
         pose = _Pose(m.geom_pos[g], m.geom_quat[g])
-        name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_GEOM, g) or f"geom{g}"
+        name = self.geoms[g]
         parts: list[tuple[_Pose, str, dict[str, str]]] = []
         if kind == _G.mjGEOM_BOX:
             parts.append((pose, "box", {"size": _vec(2 * size)}))

@@ -31,9 +31,10 @@ from metasim_ros.core.scene.entities import (
     attach_entity,
     parse_entity,
     place_entity,
-    remove_entity,
+    remove_entities,
 )
 from metasim_ros.core.scene.loading import ModelInfo
+from metasim_ros.core.scene.names import Renumbering, element_names
 from metasim_ros.core.sensors import SensorReadings, SensorTable
 from metasim_ros.core.state.forces import ContactReadings, link_wrenches, read_contacts
 from metasim_ros.core.state.joints import JointReader, JointReading
@@ -85,6 +86,7 @@ class ModelEdit:
     model: mujoco.MjModel
     spec: mujoco.MjSpec
     states: np.ndarray  # [env, mjSTATE_INTEGRATION] when it was prepared
+    renumbering: Renumbering  # which body is which after the edit
     compiled: list[tuple[mujoco.MjModel, mujoco.MjData]] | None = None
 
     def compile(self) -> None:
@@ -298,9 +300,11 @@ class MujocoHandler:
         self.robots: list[ModelInfo] = [i for i in self.models if i.kind == "robot"]
         #: the robot each robot joint belongs to
         self.robot_of_joint = {j: r.name for r in self.robots for j in r.joints}
-        self.body_names = scene_mod.names(m, mujoco.mjtObj.mjOBJ_BODY, m.nbody)
-        self.joint_names = scene_mod.names(m, mujoco.mjtObj.mjOBJ_JOINT, m.njnt)
-        self.cameras = scene_mod.names(m, mujoco.mjtObj.mjOBJ_CAMERA, m.ncam)
+        #: every element's one name (core.scene.names), and the lists most callers read
+        self.names = element_names(m)
+        self.body_names = list(self.names.body)
+        self.joint_names = list(self.names.joint)
+        self.cameras = list(self.names.camera)
         self._key = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_KEY, INITIAL_KEYFRAME)
         self._control_config.period = _period(self._trajectory_rate, m)
         self._controls = Controls(m, self.robots, self._control_config, datas, strict=first)
@@ -343,8 +347,11 @@ class MujocoHandler:
         spec (its errors raised now), and every env's integration state to compile from
         (mj_getState: about a microsecond per env)."""
         spec = self._spec.copy()
+        renumbering = Renumbering(spec)
         edit(spec)
-        return ModelEdit(edit, done, self.model_version, self._model, spec, self._states())
+        return ModelEdit(
+            edit, done, self.model_version, self._model, spec, self._states(), renumbering
+        )
 
     def commit_edit(self, prepared: ModelEdit) -> None:
         """The last step of edit_model (under the lock): the compiled model and envs take
@@ -367,11 +374,15 @@ class MujocoHandler:
         """The compiled model and envs take over; what is kept by name carries over."""
         compiled = prepared.compiled
         assert compiled is not None, "installed before it was compiled"
-        controls, bodies = self._controls, self.body_names
+        controls, before = self._controls, len(self.body_names)
         self._spec = prepared.spec
         self._adopt(compiled[0][0], None, [d for _, d in compiled])
+        # bodies are carried over by their name in the new model: the one each body has
+        # now (a delete renumbers, and renames the unnamed), "" for the bodies gone
+        moved = prepared.renumbering.bodies(prepared.spec)
+        now = [self.body_names[moved[b]] if b in moved else "" for b in range(before)]
         self._controls.carry_over(
-            controls, self.body_names, bodies, self._datas, self._trajectories.check
+            controls, self.body_names, now, self._datas, self._trajectories.check
         )
         prepared.done()
 
@@ -421,7 +432,7 @@ class MujocoHandler:
         child = parse_entity(resource) if isinstance(resource, str) else resource
         record = SpawnRecord(child.to_xml(), tuple(map(float, pos)), tuple(map(float, quat)))
         return self.prepare_edit(
-            lambda spec: attach_entity(spec, name, child, pos, quat),
+            lambda spec: attach_entity(spec, name, child, pos, quat, self.body_names),
             lambda: self.spawned.__setitem__(name, record),
         )
 
@@ -434,8 +445,7 @@ class MujocoHandler:
         """delete() prepared (prepare_edit), to be compiled without the lock."""
 
         def remove(spec: mujoco.MjSpec) -> None:
-            for name in names:
-                remove_entity(spec, name)
+            remove_entities(spec, names, self.body_names)
 
         def forget() -> None:
             for name in names:
@@ -445,7 +455,7 @@ class MujocoHandler:
 
     def place(self, name: str, pos: Sequence[float], quat: Sequence[float]) -> None:
         """Move an entity fixed to the world (its pose is in the model); others carry over."""
-        self.edit_model(lambda spec: place_entity(spec, name, pos, quat))
+        self.edit_model(lambda spec: place_entity(spec, name, pos, quat, self.body_names))
         if name in self.spawned:  # added again there (snapshots)
             record = self.spawned[name]
             self.spawned[name] = SpawnRecord(record.mjcf, tuple(pos), tuple(quat))

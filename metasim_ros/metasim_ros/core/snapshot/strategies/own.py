@@ -20,6 +20,7 @@ import mujoco
 import numpy as np
 
 from metasim_ros.core.control.wrenches import end_times
+from metasim_ros.core.scene.names import element_names
 from metasim_ros.core.sim.handler import INTEGRATION_STATE
 from metasim_ros.core.snapshot import control as control_io
 from metasim_ros.core.snapshot.bodies import BODY_WIDTH
@@ -484,11 +485,12 @@ def _fit_request(
 
 def _expect_joints(model: mujoco.MjModel, request: Mapping[str, Any], exp: Expected) -> None:
     """Joint values the request sets, by current-model joint id."""
+    names = element_names(model).joint
     for group in request.values():
         for mstate in group.values():
             for key, target in (("dof_pos", exp.qpos), ("dof_vel", exp.qvel)):
                 for jname, v in mstate.get(key, {}).items():
-                    target[model.joint(jname).id] = np.atleast_1d(np.asarray(v, dtype=np.float64))
+                    target[names.id(jname)] = np.atleast_1d(np.asarray(v, dtype=np.float64))
 
 
 def _expect_bodies(
@@ -496,10 +498,11 @@ def _expect_bodies(
 ) -> list[str]:
     """Body poses and velocities the file holds, for bodies this model has; the others listed."""
     missing: list[str] = []
+    names = element_names(model).body
     for group in ("objects", "robots"):
         for mstate in file_state.get(group, {}).values():
             for bname, b in mstate.get("body", {}).items():
-                bid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, bname)
+                bid = names.id(bname)
                 if bid < 0:
                     missing.append(f"file body '{bname}': not in this scene")
                     continue
