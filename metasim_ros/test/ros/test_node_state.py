@@ -253,7 +253,6 @@ def test_default_built_model_state_sets_only_its_masked_fields(start_node, clien
     def get() -> list[WorldState]:
         return client.call(GetStates, "/sim_node/get_states", GetStates.Request()).states
 
-
     def set_walker(mask: int, *joints: MsJointState, **pose) -> SetStates.Response:
         walker = ModelState(name="walker", field_mask=mask, joint_states=list(joints))
         walker.pose.position.x = pose.get("x", 0.0)
@@ -263,20 +262,25 @@ def test_default_built_model_state_sets_only_its_masked_fields(start_node, clien
 
     before = get()
     assert all(m.field_mask == ModelState.ALL for m in before[0].model_states)
-    P, V, T = ModelState.JOINT_POSITIONS, ModelState.JOINT_VELOCITIES, ModelState.TARGETS
+    pos, vel, targets = ModelState.JOINT_POSITIONS, ModelState.JOINT_VELOCITIES, ModelState.TARGETS
     nan = math.nan
     refused = [  # (mask, joint states, pose, words the reply must hold)
         (0, [MsJointState(name="knee", position=[0.9])], {}, ["JOINT_POSITIONS", "knee"]),
-        (P, [MsJointState(name="knee", position=[0.9], velocity=[3.0])], {}, ["JOINT_VELOCITIES"]),
-        (P | V, [MsJointState(name="knee", position_target=[0.2])], {}, ["POSITION_TARGETS"]),
-        (P, [MsJointState(name="knee", velocity_target=[0.2])], {}, ["VELOCITY_TARGETS"]),
-        (P, [MsJointState(name="knee", position=[0.9])], {"x": 0.5}, ["POSE", "pose"]),
-        (P, [MsJointState(name="knee", position=[0.9])], {"wz": 1.0}, ["TWIST", "twist"]),
+        (
+            pos,
+            [MsJointState(name="knee", position=[0.9], velocity=[3.0])],
+            {},
+            ["JOINT_VELOCITIES"],
+        ),
+        (pos | vel, [MsJointState(name="knee", position_target=[0.2])], {}, ["POSITION_TARGETS"]),
+        (pos, [MsJointState(name="knee", velocity_target=[0.2])], {}, ["VELOCITY_TARGETS"]),
+        (pos, [MsJointState(name="knee", position=[0.9])], {"x": 0.5}, ["POSE", "pose"]),
+        (pos, [MsJointState(name="knee", position=[0.9])], {"wz": 1.0}, ["TWIST", "twist"]),
         (0, [MsJointState(name="kneee")], {}, ["unknown joint", "kneee"]),
         (ModelState.ALL, [MsJointState(name="door_hinge")], {}, ["unknown joint", "door_hinge"]),
         (0, [MsJointState(name="knee", position=[nan])], {}, ["non-finite", "knee"]),
-        (P, [MsJointState(name="knee", position=[0.9], velocity=[nan])], {}, ["non-finite"]),
-        (T, [MsJointState(name="knee", velocity_target=[math.inf])], {}, ["non-finite"]),
+        (pos, [MsJointState(name="knee", position=[0.9], velocity=[nan])], {}, ["non-finite"]),
+        (targets, [MsJointState(name="knee", velocity_target=[math.inf])], {}, ["non-finite"]),
         (0, [], {"x": nan}, ["non-finite", "pose"]),
     ]
     for mask, joints, pose, words in refused:
@@ -287,7 +291,7 @@ def test_default_built_model_state_sets_only_its_masked_fields(start_node, clien
     assert set_walker(0).success  # nothing asked, nothing set
     assert set_walker(0, MsJointState(name="knee")).success  # a known joint, no data
     assert bits(get()) == bits(before)
-    res = set_walker(P, MsJointState(name="knee", position=[0.9]))
+    res = set_walker(pos, MsJointState(name="knee", position=[0.9]))
     assert res.success, res.message
     after = get()
     walker_before, walker_after = (
