@@ -13,6 +13,10 @@ descriptor so `ros2 param describe` shows it and rclpy enforces it), the checks
 
 Every accepted value keeps the node running: numbers must be finite and inside their
 range (nan/inf are refused explicitly, not left to rclpy's range check).
+
+kp and kd (`per_joint`) are dynamically typed, as a user types them: a number (double
+or integer) for every motor joint, or 'joint=number' entries as a string or a list of
+strings; their joints are checked against the model by the handler that takes them.
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
+from metasim_ros.core.control.laws import Gains, parse_gains
+from metasim_ros.core.errors import ConfigurationError
 from metasim_ros.core.paths import ros_home
 
 #: Largest ROS integer parameter (int64): the upper end of ranges with no upper bound.
@@ -44,6 +50,9 @@ _RATE_MAX = 10_000.0  # Hz
 _RATE_MIN = 0.01
 #: Most steps one ~/step request can hold (its `steps` field is a uint32).
 _STEPS_MAX = 2**32 - 1
+#: Largest PD gain: beyond it a 1 rad (or 1 m) error asks for a force beyond MuJoCo's
+#: mjMAXVAL (1e10), where the simulation resets.
+_GAIN_MAX = 1e10
 
 
 def _default_snapshot_dir() -> str:
@@ -80,6 +89,9 @@ class Param:
     high: float | int | None = None
     choices: tuple[str, ...] | None = None
     item: type = str  # element type of a list parameter (str or int); low/high bound each
+    #: a number for every motor joint, or 'joint=number' entries (a string or a list of
+    #: strings; a bare number is the default): the ROS parameter is dynamically typed
+    per_joint: bool = False
     #: where 0 means "no limit" (as fast as possible, every batch): the least other value
     nonzero_low: float | None = None
     resolve: Callable[[Any], Any] | None = None  # start-up value -> attribute value
@@ -91,6 +103,12 @@ class Param:
 
     def constraint(self) -> str:
         """The allowed values in words ('' when any value of the type is allowed)."""
+        if self.per_joint:
+            return (
+                f"a number in [{_num(self.low)}, {_num(self.high)}] for every motor joint, or "
+                "joint=number entries as a string or a list of strings, where a bare number "
+                "is the default of the joints not named (e.g. ['500', 'knee=20'])"
+            )
         if self.choices:
             return "one of: " + ", ".join(self.choices)
         each = "each " if self.kind is list else ""
@@ -111,6 +129,8 @@ class Param:
 
     def problem(self, value: Any) -> str | None:
         """Why `value` is refused, or None if it is accepted."""
+        if self.per_joint and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            return self._entries_problem(value)
         kind = self.kind
         if kind is float:
             if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -141,12 +161,27 @@ class Param:
             return f"must be {self.constraint()}"
         return None
 
+    def _entries_problem(self, value: Any) -> str | None:
+        """Why joint=number entries (a string or a list of strings) are refused, or None."""
+        entries = [value] if isinstance(value, str) else value
+        if not isinstance(entries, (list, tuple)) or not all(isinstance(e, str) for e in entries):
+            return f"must be a number or joint=number strings, got {_value_text(value)}"
+        try:  # the joints are checked against the model when the handler takes them
+            gains = parse_gains(entries, self.name)
+        except ConfigurationError as exc:
+            return str(exc).removeprefix(f"{self.name}: ")
+        if max(gains.values(), default=0.0) > self.high:
+            entry = next(e for e in entries if float(e.rpartition("=")[2]) > self.high)
+            return f"{entry!r} is above {_num(self.high)}"
+        return None
+
     def descriptor(self) -> ParameterDescriptor:
         """The ROS descriptor: description, read-only unless dynamic, range if any."""
         d = ParameterDescriptor(
             description=self.description,
             read_only=not self.dynamic,
             additional_constraints=self.constraint(),
+            dynamic_typing=self.per_joint,
         )
         if self.kind is float and self.low is not None:
             d.floating_point_range = [
@@ -172,6 +207,7 @@ def _p(default: Any, description: str, **declaration: Any) -> Any:
 
 
 _RATE = {"dynamic": True, "low": _RATE_MIN, "high": _RATE_MAX}
+_GAINS = {"dynamic": True, "low": 0.0, "high": _GAIN_MAX, "per_joint": True}
 
 
 @dataclass
@@ -271,12 +307,8 @@ class SimParameters:
         "(Tan et al. 2011: stable at high gains)",
         choices=("pd", "stable_pd"),
     )
-    kp: list[str] = _p(
-        ["100"], "PD stiffness of motor-driven joints: a number for all and/or joint=number"
-    )
-    kd: list[str] = _p(
-        ["10"], "PD damping of motor-driven joints: a number for all and/or joint=number"
-    )
+    kp: float | str | list[str] = _p(100.0, "PD stiffness of motor-driven robot joints", **_GAINS)
+    kd: float | str | list[str] = _p(10.0, "PD damping of motor-driven robot joints", **_GAINS)
     trajectory_action: str = _p(
         "{robot}_controller/follow_joint_trajectory",
         "control_msgs/FollowJointTrajectory action server per robot ({robot} = its name; "
@@ -407,6 +439,14 @@ def declare(node: Node) -> SimParameters:
             raise ValueError(f"parameter {p.name}={value!r}: {problem}")
         values[p.name] = p.resolve(value) if p.resolve else value
     return SimParameters(**values)
+
+
+def gains(value: float | str | list[str], what: str) -> Gains:
+    """A kp/kd value (accepted by its Param) as the handler takes it: one number for every
+    motor joint, or {joint: number, "*": default} (a string is one entry)."""
+    if isinstance(value, (int, float)):
+        return float(value)
+    return parse_gains([value] if isinstance(value, str) else list(value), what)
 
 
 def check_update(params: list[Parameter]) -> SetParametersResult:

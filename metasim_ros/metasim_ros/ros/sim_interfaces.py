@@ -365,19 +365,18 @@ class SimInterfaces:
 
     @answering(pose=ss.SetEntityState.Response.INVALID_POSE)
     def set_entity_state(self, request, response):
-        """SetEntityState: pose and/or twist in the world; acceleration unsupported."""
+        """SetEntityState: pose and/or twist in the world. A non-zero twist or acceleration
+        for a static entity fails (OPERATION_FAILED, as the .srv says); a dynamic entity's
+        acceleration is ignored, and the reply says so."""
         frame = request.state.header.frame_id
         if frame not in ("", self.world_frame):
             raise UnsupportedError(f"reference frame '{shown(frame)}': only {self.world_frame!r}")
-        if request.set_acceleration:
-            raise UnsupportedError(
-                "setting an acceleration is not supported (MuJoCo integrates it)"
-            )
-        pose, t = request.state.pose, request.state.twist
-        self.api.set_entity_state(
+        pose, t, a = request.state.pose, request.state.twist, request.state.acceleration
+        response.result.error_message = self.api.set_entity_state(
             request.entity,
             (xyz(pose.position), wxyz(pose.orientation)) if request.set_pose else None,
             (xyz(t.linear), xyz(t.angular)) if request.set_twist else None,
+            (xyz(a.linear), xyz(a.angular)) if request.set_acceleration else None,
         )
 
     @answering()

@@ -17,6 +17,7 @@ from typing import Any
 
 import mujoco
 import rclpy
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.action import ActionServer
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.event_handler import PublisherEventCallbacks
@@ -30,8 +31,7 @@ from sensor_msgs.msg import JointState
 
 from metasim_ros.core import fastdds_shm
 from metasim_ros.core.atomic import remove_interrupted
-from metasim_ros.core.control.laws import parse_gains
-from metasim_ros.core.errors import RequestError
+from metasim_ros.core.errors import ConfigurationError, RequestError
 from metasim_ros.core.memory import tune_malloc
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.sim.handler import MujocoHandler
@@ -87,8 +87,8 @@ class SimNode(Node):
             p.scene or None,
             num_envs=p.num_envs,
             robots=p.robots or None,
-            kp=parse_gains(p.kp, "kp"),
-            kd=parse_gains(p.kd, "kd"),
+            kp=parameters.gains(p.kp, "kp"),
+            kd=parameters.gains(p.kd, "kd"),
             actuation=p.actuation,
             trajectory_rate=p.trajectory_rate,
             camera_size=(p.camera_width, p.camera_height),
@@ -154,7 +154,7 @@ class SimNode(Node):
         self.sim_interfaces = SimInterfaces(
             self, self.sim, p, self.sim_services.groups.writes, quit_soon(self.quit)
         )
-        self.add_on_set_parameters_callback(parameters.check_update)
+        self.add_on_set_parameters_callback(self._check_parameters)
         self.add_post_set_parameters_callback(self._apply_parameters)
 
     def _housekeeping(self, snapshot_dir: str) -> None:
@@ -245,6 +245,25 @@ class SimNode(Node):
             )
 
     # -- parameters ------------------------------------------------------------------
+    def _check_parameters(self, params: list[Parameter]) -> SetParametersResult:
+        """Refuse an invalid change (parameters.check_update). New kp/kd are then checked
+        against the current model's motor joints by installing them, under the lock (this
+        is the last check of a set: nothing refuses them after it): first the new gain(s)
+        strictly, the other as a plain number; then both, the unchanged one as it stands
+        (its entries for joints not there now stay dormant, as after a model change)."""
+        result = parameters.check_update(params)
+        new = {p.name: p.value for p in params if p.name in ("kp", "kd")}
+        if not result.successful or not new:
+            return result
+        kp, kd = (parameters.gains(new.get(n, getattr(self.params, n)), n) for n in ("kp", "kd"))
+        try:
+            with self.sim.locked() as h:
+                h.set_gains(kp if "kp" in new else 0.0, kd if "kd" in new else 0.0)
+                h.set_gains(kp, kd, strict=False)
+        except ConfigurationError as exc:
+            return SetParametersResult(successful=False, reason=str(exc))
+        return result
+
     def _apply_parameters(self, params: list[Parameter]) -> None:
         for param in params:
             setattr(self.params, param.name, param.value)

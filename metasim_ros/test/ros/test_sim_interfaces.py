@@ -293,13 +293,32 @@ def test_entity_state_is_mujocos_and_set_pose_leaves_the_twist(node, client):
     req.state.twist.linear.x = 1.0
     r = client.call(ss.SetEntityState, NS + "set_entity_state", req)
     assert r.result.result == R.RESULT_OPERATION_FAILED and "twist" in r.result.error_message
-    r = client.call(
-        ss.SetEntityState,
-        NS + "set_entity_state",
-        ss.SetEntityState.Request(entity="cube", set_acceleration=True),
-    )
-    assert r.result.result == R.RESULT_FEATURE_UNSUPPORTED
-    assert pose_of(entity_state(client, "cube"))[0].tolist() == [0.0, 0.0, 1.5]  # unchanged
+    # acceleration (SetEntityState.srv): a static entity refuses a non-zero one with
+    # OPERATION_FAILED, and changes nothing; a dynamic one may ignore it, said in the reply
+    table_before = entity_state(client, "table")
+    req = ss.SetEntityState.Request(entity="table", set_pose=True, set_acceleration=True)
+    req.state.pose.position.x, req.state.pose.orientation.w = 0.3, 1.0
+    req.state.acceleration.angular.z = 0.5
+    r = client.call(ss.SetEntityState, NS + "set_entity_state", req)
+    assert r.result.result == R.RESULT_OPERATION_FAILED
+    assert "acceleration" in r.result.error_message
+    assert entity_state(client, "table") == table_before
+    req.state.acceleration.angular.z = 0.0  # zero: what a static entity has
+    req.state.pose.position.x = 0.0
+    r = client.call(ss.SetEntityState, NS + "set_entity_state", req)
+    ok(r)
+    assert r.result.error_message == ""
+    req = ss.SetEntityState.Request(entity="cube", set_pose=True, set_acceleration=True)
+    req.state.pose.position.z, req.state.pose.orientation.w = 1.25, 1.0
+    req.state.acceleration.linear.x = 3.0
+    r = client.call(ss.SetEntityState, NS + "set_entity_state", req)
+    ok(r)
+    assert "acceleration" in r.result.error_message and "ignored" in r.result.error_message
+    after = entity_state(client, "cube")
+    assert pose_of(after)[0].tolist() == [0.0, 0.0, 1.25]
+    assert after.acceleration.linear.x == pytest.approx(0.0, abs=1e-9)  # free fall: gravity only
+    req.state.pose.position.z = 1.5
+    ok(client.call(ss.SetEntityState, NS + "set_entity_state", req))
     # a static entity moves by its pose (the model changes; its bounds move with it)
     req = ss.SetEntityState.Request(entity="table", set_pose=True)
     req.state.pose.position.x, req.state.pose.orientation.w = 0.7, 1.0

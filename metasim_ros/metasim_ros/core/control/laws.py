@@ -48,7 +48,12 @@ def parse_gains(entries: Sequence[str], what: str) -> dict[str, float]:
     "joint=value" -> {"*": 100.0, "joint": value}."""
     gains: dict[str, float] = {}
     for entry in entries:
-        name, _, value = entry.rpartition("=")
+        name, equals, value = entry.rpartition("=")
+        if equals and not name.strip():
+            raise ConfigurationError(
+                f"{what}: {entry!r} names no joint (joint=number; a bare number is every "
+                "motor joint's)"
+            )
         name = name.strip() or "*"
         try:
             number = float(value)

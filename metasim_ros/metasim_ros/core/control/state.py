@@ -294,10 +294,13 @@ class Controls:
                 run.finish(INVALID_GOAL, "aborted: the simulation state was restored")
 
     # -- parameters ---------------------------------------------------------------
-    def configure(self, config: ControlConfig, robots: Sequence[ModelInfo]) -> None:
-        """New gains, law or period for every env (the node's parameters changed)."""
+    def configure(
+        self, config: ControlConfig, robots: Sequence[ModelInfo], strict: bool = True
+    ) -> None:
+        """New gains, law or period for every env (the node's parameters changed); strict
+        as in __init__."""
         check_law(config.law)
-        gains = self._resolve(config.kp, config.kd, robots, strict=True)
+        gains = self._resolve(config.kp, config.kd, robots, strict)
         self.config, self._gains = config, gains
         for c in self.envs:
             c.kp, c.kd = gains[0].copy(), gains[1].copy()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numbers
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import mujoco
@@ -327,6 +327,14 @@ class MujocoHandler:
         self.sensors = SensorTable(m, self.models)
         self._stale = [True] * num_envs  # changed since derived quantities were computed
         self._state_size = int(mujoco.mj_stateSize(m, INTEGRATION_STATE))
+
+    def set_gains(self, kp: Gains, kd: Gains, strict: bool = True) -> None:
+        """New PD gains for every env's motor joints, from the next step (and after model
+        changes). strict: a gain of a joint that is not a motor joint of the robots raises
+        ConfigurationError and changes nothing; else it is left out while there is none."""
+        config = replace(self._control_config, kp=kp, kd=kd)
+        self._controls.configure(config, self.robots, strict)
+        self._control_config = config
 
     def edit_model(
         self, edit: Callable[[mujoco.MjSpec], None], done: Callable[[], None] = lambda: None

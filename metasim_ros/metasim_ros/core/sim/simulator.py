@@ -229,19 +229,23 @@ class Simulator:
         name: str,
         pose: tuple[Sequence[float], Sequence[float]] | None,
         twist: tuple[Sequence[float], Sequence[float]] | None,
-    ) -> None:
+        acceleration: tuple[Sequence[float], Sequence[float]] | None = None,
+    ) -> str:
         """Set env 0's root pose and/or twist (world frame). A free entity's state is
         written; an entity fixed to the world is moved in the model (every env) and
-        refuses a non-zero twist."""
+        refuses a non-zero twist or acceleration. A free entity's acceleration is not
+        set (MuJoCo computes it from the forces): returns that note, else ''."""
         if pose is not None:
             pose = check_pose(*pose)
         with self._sim.locked() as h:
             info = self._model(h, name)
             if not info.free:
-                if twist is not None and any(v != 0.0 for part in twist for v in part):
-                    raise RequestError(
-                        f"entity '{shown(name)}' is fixed to the world: it cannot take a twist"
-                    )
+                for what, value in (("twist", twist), ("acceleration", acceleration)):
+                    if value is not None and any(v != 0.0 for part in value for v in part):
+                        raise RequestError(
+                            f"entity '{shown(name)}' is fixed to the world: it cannot take "
+                            f"a non-zero {what}"
+                        )
                 if pose is not None:
                     h.place(name, *pose)
             else:
@@ -258,6 +262,9 @@ class Simulator:
                     section = "robots" if info.kind == "robot" else "objects"
                     h.set_states([{section: {name: values}}], [0])
         self._sim.changed()
+        if acceleration is not None and info.free:
+            return "acceleration ignored: MuJoCo computes it from the forces on the entity"
+        return ""
 
     def entity_bounds(self, name: str, convex: bool = False) -> Region | None:
         """('box', [lower, upper]) or ('convex_hull', points) in the entity's root body
