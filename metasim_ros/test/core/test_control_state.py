@@ -324,3 +324,20 @@ def test_trajectory_rows_saved_as_captures_restore_their_control_state(tmp_path)
     report = load_snapshot(MujocoHandler(), bare, index=4)
     assert report.ok and not report.exact
     assert any("without their control state" in n for n in report.not_exact), report.not_exact
+
+
+def test_a_file_with_other_gains_restores_them_and_says_so(tmp_path):
+    """The gains in force are part of the state: a file saved under other kp/kd loads them
+    (and continues like the saving handler), and the report says they differ from the
+    configured ones."""
+    a = _started("stable_pd_per_joint_gains")
+    path = save_snapshot(a, tmp_path / "gains.h5")
+    b = MujocoHandler(ACTUATED, actuation="stable_pd")  # default gains
+    report = load_snapshot(b, path)
+    assert report.ok and report.exact, report.summary()
+    assert any("differ from the kp / kd / actuation parameters" in w for w in report.warnings)
+    a.step(n=300)
+    b.step(n=300)
+    assert mj_state(b) == mj_state(a)
+    same = load_snapshot(_started("stable_pd_per_joint_gains"), path)
+    assert not any("kp / kd" in w for w in same.warnings), same.warnings

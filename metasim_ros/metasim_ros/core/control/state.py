@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import mujoco
 import numpy as np
@@ -294,18 +294,15 @@ class Controls:
                 run.finish(INVALID_GOAL, "aborted: the simulation state was restored")
 
     # -- parameters ---------------------------------------------------------------
-    def configure(
-        self, config: ControlConfig, robots: Sequence[ModelInfo], strict: bool = True
+    def set_gains(
+        self, kp: Gains, kd: Gains, robots: Sequence[ModelInfo], strict: bool = True
     ) -> None:
-        """New gains, law or period for every env (the node's parameters changed); strict
-        as in __init__."""
-        check_law(config.law)
-        gains = self._resolve(config.kp, config.kd, robots, strict)
-        self.config, self._gains = config, gains
+        """New gains for every env (the node's parameters changed); the law, the period
+        and everything else of each env stay. strict as in __init__."""
+        gains = self._resolve(kp, kd, robots, strict)
+        self.config, self._gains = replace(self.config, kp=kp, kd=kd), gains
         for c in self.envs:
             c.kp, c.kd = gains[0].copy(), gains[1].copy()
-            c.law, c.period = config.law, config.period
-            c.countdown = min(c.countdown, c.period)
         self.changed()
 
     # -- model edits ----------------------------------------------------------------

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numbers
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import mujoco
@@ -332,9 +332,8 @@ class MujocoHandler:
         """New PD gains for every env's motor joints, from the next step (and after model
         changes). strict: a gain of a joint that is not a motor joint of the robots raises
         ConfigurationError and changes nothing; else it is left out while there is none."""
-        config = replace(self._control_config, kp=kp, kd=kd)
-        self._controls.configure(config, self.robots, strict)
-        self._control_config = config
+        self._controls.set_gains(kp, kd, self.robots, strict)
+        self._control_config = self._controls.config
 
     def edit_model(
         self, edit: Callable[[mujoco.MjSpec], None], done: Callable[[], None] = lambda: None

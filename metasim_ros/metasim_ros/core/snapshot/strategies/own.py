@@ -19,6 +19,7 @@ import h5py
 import mujoco
 import numpy as np
 
+from metasim_ros.core.control.state import ControlState
 from metasim_ros.core.control.wrenches import end_times
 from metasim_ros.core.scene.names import element_names
 from metasim_ros.core.sim.handler import INTEGRATION_STATE
@@ -189,7 +190,10 @@ class IntegrationStateStrategy:
                 handler.restore(env_id, PhysicsState(row))  # control: on the restored state
                 c = handler.fresh_control(env_id)
                 if doc is not None:
+                    configured = c
                     c = control_io.decode(doc, handler, env_id, c)
+                    if not _same_gains(c, configured) and _GAINS_DIFFER not in warnings:
+                        warnings.append(_GAINS_DIFFER)
                 c.pos[:], c.vel[:] = pos, vel
                 if wrench is not None:
                     c.wrench_until[:] = wrench
@@ -218,6 +222,17 @@ class IntegrationStateStrategy:
             handler.restore(env_id, PhysicsState(row))
 
         return Plan(self.name, count, i, apply_v1, expected, warnings)
+
+
+#: Said when a file's gains or law are not what the node's parameters configure.
+_GAINS_DIFFER = (
+    "the file's PD gains or law differ from the kp / kd / actuation parameters: the file's "
+    "are in force for this env until the parameters are set again or the env is reset"
+)
+
+
+def _same_gains(a: ControlState, b: ControlState) -> bool:
+    return a.law == b.law and a.kp.tobytes() == b.kp.tobytes() and a.kd.tobytes() == b.kd.tobytes()
 
 
 def _older_control(sim: Simulation, version: int) -> list[str]:
