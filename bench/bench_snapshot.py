@@ -26,8 +26,8 @@ import numpy as np
 from metasim_ros.core import MujocoHandler
 from metasim_ros.core.atomic import write_atomic
 from metasim_ros.core.control.commands import JointCommand
+from metasim_ros.core.control.goals import TrajectoryGoal
 from metasim_ros.core.control.interpolation import Waypoints
-from metasim_ros.core.control.trajectory import TrajectoryGoal
 from metasim_ros.core.snapshot import (
     apply_load,
     capture_snapshot,

@@ -23,8 +23,7 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallb
 from rclpy.node import Node
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from metasim_ros.core.control.interpolation import Waypoints
-from metasim_ros.core.control.trajectory import (
+from metasim_ros.core.control.goals import (
     INVALID_GOAL,
     SUCCESSFUL,
     Feedback,
@@ -32,6 +31,7 @@ from metasim_ros.core.control.trajectory import (
     TrajectoryGoal,
     TrajectoryRun,
 )
+from metasim_ros.core.control.interpolation import Waypoints
 from metasim_ros.core.errors import RequestError, StateValidationError
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.state import limits

@@ -19,8 +19,8 @@ import pytest
 
 from metasim_ros.core import MujocoHandler, load_snapshot, save_snapshot
 from metasim_ros.core.control.commands import JointCommand
+from metasim_ros.core.control.goals import SUCCESSFUL, TrajectoryGoal
 from metasim_ros.core.control.interpolation import Waypoints
-from metasim_ros.core.control.trajectory import SUCCESSFUL, TrajectoryGoal
 
 TESTS = Path(__file__).resolve().parents[1]
 ACTUATED = str(TESTS / "ros" / "scenes" / "actuated.xml")

@@ -13,8 +13,8 @@ import pytest
 
 from metasim_ros.core import MujocoHandler
 from metasim_ros.core.control.commands import JointCommand
+from metasim_ros.core.control.goals import SUCCESSFUL, TrajectoryGoal
 from metasim_ros.core.control.interpolation import Waypoints
-from metasim_ros.core.control.trajectory import SUCCESSFUL, TrajectoryGoal
 from metasim_ros.core.errors import ConfigurationError, SceneError
 from metasim_ros.scenes import default_scene_path
 

@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 
 from metasim_ros.core import MujocoHandler
-from metasim_ros.core.control.interpolation import Waypoints
-from metasim_ros.core.control.trajectory import (
+from metasim_ros.core.control.goals import (
     GOAL_TOLERANCE_VIOLATED,
     PATH_TOLERANCE_VIOLATED,
     SUCCESSFUL,
     Tolerance,
     TrajectoryGoal,
 )
+from metasim_ros.core.control.interpolation import Waypoints
 from metasim_ros.core.errors import StateValidationError
 
 ARM = [f"panda_joint{i}" for i in range(1, 8)]

@@ -22,7 +22,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import mujoco
 import numpy as np
@@ -37,11 +36,9 @@ from metasim_ros.core.control.drives import (
     VELOCITY_ACTUATOR,
     ControlLayout,
 )
+from metasim_ros.core.control.state import Controls
 from metasim_ros.core.errors import StateValidationError
 from metasim_ros.core.values import MAX_ABS_VALUE
-
-if TYPE_CHECKING:
-    from metasim_ros.core.control.state import Controls
 
 
 @dataclass(frozen=True)

@@ -20,16 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import mujoco
 import numpy as np
 
 from metasim_ros.core.control.drives import EFFORT, POSITION, VELOCITY, ControlLayout
+from metasim_ros.core.control.record import ControlState
 from metasim_ros.core.errors import ConfigurationError
-
-if TYPE_CHECKING:
-    from metasim_ros.core.control.state import ControlState
 
 #: Values of the node's `actuation` parameter.
 LAWS = ("pd", "stable_pd")

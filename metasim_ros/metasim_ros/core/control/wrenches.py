@@ -18,18 +18,15 @@ one applied wrench; a new one replaces it.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import mujoco
 import numpy as np
 
+from metasim_ros.core.control.record import ControlState
 from metasim_ros.core.errors import RequestError
 from metasim_ros.core.scene.names import element_names
 from metasim_ros.core.text import shown
 from metasim_ros.core.values import as_array
-
-if TYPE_CHECKING:
-    from metasim_ros.core.control.state import ControlState
 
 
 class WrenchError(RequestError):

@@ -15,14 +15,11 @@ import numpy as np
 
 from metasim_ros.core.control.commands import JointCommand, apply_commands, plan_commands
 from metasim_ros.core.control.drives import ControlLayout
+from metasim_ros.core.control.goals import TrajectoryGoal, TrajectoryProgress, TrajectoryRun
 from metasim_ros.core.control.laws import Gains, Laws
-from metasim_ros.core.control.state import ControlConfig, Controls, ControlState
-from metasim_ros.core.control.trajectory import (
-    Trajectories,
-    TrajectoryGoal,
-    TrajectoryProgress,
-    TrajectoryRun,
-)
+from metasim_ros.core.control.record import ControlState
+from metasim_ros.core.control.state import ControlConfig, Controls
+from metasim_ros.core.control.trajectory import Trajectories
 from metasim_ros.core.control.wrenches import AppliedWrenches
 from metasim_ros.core.errors import SceneError, StateValidationError
 from metasim_ros.core.scene import loading as scene_mod

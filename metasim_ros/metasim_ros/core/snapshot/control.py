@@ -31,16 +31,16 @@ import h5py
 import numpy as np
 
 from metasim_ros.core.control.drives import EFFORT, POSITION, VELOCITY, ControlLayout
-from metasim_ros.core.control.interpolation import Spline, Waypoints
-from metasim_ros.core.control.laws import LAWS
-from metasim_ros.core.control.state import ControlState
-from metasim_ros.core.control.trajectory import (
+from metasim_ros.core.control.goals import (
     BLOCK,
     Tolerance,
     TrajectoryGoal,
     TrajectoryProgress,
     TrajectoryRun,
 )
+from metasim_ros.core.control.interpolation import Spline, Waypoints
+from metasim_ros.core.control.laws import LAWS
+from metasim_ros.core.control.record import ControlState
 from metasim_ros.core.errors import StateValidationError
 from metasim_ros.core.snapshot.io import LayoutMismatchError, SnapshotError, read_row, row_count
 from metasim_ros.core.snapshot.simulation import Simulation

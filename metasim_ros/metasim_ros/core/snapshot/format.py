@@ -53,7 +53,7 @@ import mujoco
 import numpy as np
 
 from metasim_ros.core.atomic import write_atomic
-from metasim_ros.core.control.state import ControlState
+from metasim_ros.core.control.record import ControlState
 from metasim_ros.core.control.wrenches import remaining_durations
 from metasim_ros.core.sim.handler import INTEGRATION_STATE, PhysicsState
 from metasim_ros.core.snapshot import control as control_io

@@ -17,7 +17,7 @@ import h5py
 import mujoco
 import numpy as np
 
-from metasim_ros.core.control.state import ControlState
+from metasim_ros.core.control.record import ControlState
 from metasim_ros.core.joint_kinds import dof_slice, qpos_slice
 from metasim_ros.core.snapshot.simulation import Simulation
 

@@ -16,8 +16,8 @@ from typing import Any, Protocol
 import mujoco
 
 from metasim_ros.core.control.drives import ControlLayout
-from metasim_ros.core.control.state import ControlState
-from metasim_ros.core.control.trajectory import TrajectoryGoal
+from metasim_ros.core.control.goals import TrajectoryGoal
+from metasim_ros.core.control.record import ControlState
 from metasim_ros.core.scene.loading import ModelInfo
 from metasim_ros.core.sim.handler import PhysicsState, SpawnRecord, Transaction
 from metasim_ros.core.state.schema import State

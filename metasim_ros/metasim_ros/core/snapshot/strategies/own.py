@@ -19,7 +19,7 @@ import h5py
 import mujoco
 import numpy as np
 
-from metasim_ros.core.control.state import ControlState
+from metasim_ros.core.control.record import ControlState
 from metasim_ros.core.control.wrenches import end_times
 from metasim_ros.core.scene.names import element_names
 from metasim_ros.core.sim.handler import INTEGRATION_STATE
