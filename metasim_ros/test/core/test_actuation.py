@@ -109,26 +109,7 @@ def test_set_gains_applies_from_the_next_step_and_survives_model_changes():
     check(30.0, 0.5)
 
 
-BALL_ROBOT = """
-<mujoco>
-  <option timestep="0.002" integrator="implicitfast"/>
-  <worldbody>
-    <body name="arm" pos="0 0 1">
-      <geom type="sphere" size="0.05" mass="1" contype="0" conaffinity="0"/>
-      <body name="link">
-        <joint name="shoulder" type="ball"/>
-        <geom type="capsule" fromto="0 0 0 0 0 -0.4" size="0.03" mass="1"
-              contype="0" conaffinity="0"/>
-      </body>
-    </body>
-  </worldbody>
-  <actuator>
-    <motor name="sx" joint="shoulder" gear="1 0 0 0 0 0"/>
-    <motor name="sy" joint="shoulder" gear="0 2 0 0 0 0"/>
-    <motor name="sz" joint="shoulder" gear="0 0 1 0 0 0"/>
-  </actuator>
-</mujoco>
-"""
+BALL_ROBOT = str(Path(__file__).resolve().parents[1] / "ros" / "scenes" / "ball_robot.xml")
 TILT = np.array([np.cos(0.3), np.sin(0.3) * 0.6, np.sin(0.3) * 0.8, 0.0])  # 0.6 rad
 
 

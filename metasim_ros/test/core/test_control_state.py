@@ -28,26 +28,7 @@ DATA = Path(__file__).resolve().parent / "data"
 ARM = [f"panda_joint{i}" for i in range(1, 8)]
 CONTINUE = 1000
 
-BALL_ROBOT = """
-<mujoco>
-  <option timestep="0.002" integrator="implicitfast"/>
-  <worldbody>
-    <body name="arm" pos="0 0 1">
-      <geom type="sphere" size="0.05" mass="1" contype="0" conaffinity="0"/>
-      <body name="link">
-        <joint name="shoulder" type="ball"/>
-        <geom type="capsule" fromto="0 0 0 0 0 -0.4" size="0.03" mass="1"
-              contype="0" conaffinity="0"/>
-      </body>
-    </body>
-  </worldbody>
-  <actuator>
-    <motor name="sx" joint="shoulder" gear="1 0 0 0 0 0"/>
-    <motor name="sy" joint="shoulder" gear="0 2 0 0 0 0"/>
-    <motor name="sz" joint="shoulder" gear="0 0 1 0 0 0"/>
-  </actuator>
-</mujoco>
-"""
+BALL_ROBOT = str(TESTS / "ros" / "scenes" / "ball_robot.xml")
 CRATE = """<mujoco><worldbody><body name="crate"><freejoint/>
 <geom type="box" size="0.05 0.05 0.05" mass="0.5"/></body></worldbody></mujoco>"""
 TILT = [np.cos(0.3), np.sin(0.3) * 0.6, np.sin(0.3) * 0.8, 0.0]
