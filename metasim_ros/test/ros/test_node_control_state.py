@@ -9,6 +9,7 @@ An older file is reported honestly."""
 
 from __future__ import annotations
 
+import math
 import shutil
 from pathlib import Path
 
@@ -19,11 +20,14 @@ pytest.importorskip("control_msgs", reason="control_msgs interfaces not built")
 from builtin_interfaces.msg import Duration  # noqa: E402
 from control_msgs.action import FollowJointTrajectory  # noqa: E402
 from geometry_msgs.msg import Point, Vector3  # noqa: E402
+from metasim_msgs.msg import JointState as MsJointState  # noqa: E402
+from metasim_msgs.msg import ModelState, WorldState  # noqa: E402
 from metasim_msgs.srv import (  # noqa: E402
     ApplyWrench,
     GetStates,
     LoadSnapshot,
     SaveSnapshot,
+    SetStates,
     Step,
 )
 from rclpy.action import ActionClient  # noqa: E402
@@ -214,6 +218,40 @@ def test_a_spawned_entity_restores_bit_for_bit(start_node, client, snapshot_dir)
     command(client, name=["panda_joint2"], velocity=[-0.3])
     step(client, 70)
     saved_then_restored(client, lambda: command(client, name=["panda_joint2"], position=[0.0]))
+
+
+def test_ball_joint_targets_restore_bit_for_bit(start_node, client, snapshot_dir):
+    """A ball joint tracking a quaternion target set through ~/set_states (PD on the 3-D
+    rotation error): the targets are part of the control state a snapshot restores."""
+    start_node(
+        {
+            "paused": True,
+            "snapshot_dir": str(snapshot_dir),
+            "scene": str(SCENES / "ball_robot.xml"),
+            "kp": 40.0,
+            "kd": 0.4,
+        }
+    ).wait_serving(client)
+
+    def target(quat: list[float], omega: list[float]) -> None:
+        arm = ModelState(
+            name="arm",
+            field_mask=ModelState.TARGETS,
+            joint_states=[
+                MsJointState(name="shoulder", position_target=quat, velocity_target=omega)
+            ],
+        )
+        res = client.call(
+            SetStates,
+            f"{NODE}/set_states",
+            SetStates.Request(states=[WorldState(model_states=[arm])]),
+        )
+        assert res.success, res.message
+
+    c, s = math.cos(0.3), math.sin(0.3)
+    target([c, s * 0.6, s * 0.8, 0.0], [0.0, 0.1, 0.0])
+    step(client, 30)
+    saved_then_restored(client, lambda: target([1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0]))
 
 
 def test_a_version_2_file_loads_with_an_honest_report(start_node, client, snapshot_dir):
