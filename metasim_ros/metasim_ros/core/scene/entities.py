@@ -12,12 +12,12 @@ every other element's state over).
 from __future__ import annotations
 
 import math
-import xml.etree.ElementTree as ET
 from collections.abc import Collection, Sequence
 
 import mujoco
 
 from metasim_ros.core.errors import ResourceError, UnknownEntityError
+from metasim_ros.core.scene.loading import generated_form
 from metasim_ros.core.text import shown
 
 _CLASSED = (
@@ -38,31 +38,9 @@ def entity_names(spec: mujoco.MjSpec) -> list[str]:
     return [b.name for b in spec.worldbody.bodies]
 
 
-def parse_entity(resource: str, path: str | None = None) -> mujoco.MjSpec:
-    """The spec of an entity resource: MJCF ``<mujoco>`` or URDF ``<robot>`` text, read
-    from `path` when given (so assets resolve next to the file). Raises ResourceError."""
-    try:
-        tag = ET.fromstring(resource).tag
-    except (ET.ParseError, TypeError) as exc:
-        raise ResourceError("parse", f"entity resource is not XML: {exc}") from None
-    if tag not in ("mujoco", "robot"):
-        raise ResourceError(
-            "format", f"entity resource must be <mujoco> (MJCF) or <robot> (URDF), got <{tag}>"
-        )
-    try:
-        spec = mujoco.MjSpec.from_file(path) if path else mujoco.MjSpec.from_string(resource)
-        # MuJoCo fuses bodies without joints into their parent on compile (the default for
-        # URDF), which would merge a URDF's root link into the world: keep it a body
-        spec.compiler.fusestatic = False
-        spec.compile()  # assets and every element checked now, not at the scene's recompile
-    except ValueError as exc:  # MuJoCo's parse and compile errors
-        raise _resource_error(exc) from None
-    return spec
-
-
 def resource_name(child: mujoco.MjSpec) -> str:
     """The name an MJCF resource gives its entity: its one top-level body's name ('' when
-    there is not exactly one). A URDF's is the robot's name (`resources.model_name`)."""
+    there is not exactly one). A URDF's is the robot's name."""
     roots = list(child.worldbody.bodies)
     return roots[0].name if len(roots) == 1 else ""
 
@@ -70,16 +48,15 @@ def resource_name(child: mujoco.MjSpec) -> str:
 def attach_entity(
     spec: mujoco.MjSpec,
     name: str,
-    resource: str | mujoco.MjSpec,
+    child: mujoco.MjSpec,
     pos: Sequence[float] = (0.0, 0.0, 0.0),
     quat: Sequence[float] = (1.0, 0.0, 0.0, 0.0),
 ) -> None:
-    """Add the one top-level body of `resource` (MJCF ``<mujoco>`` or URDF ``<robot>``
-    text, or its parsed spec) to `spec` as entity `name` at pose (pos, quat [w,x,y,z])
-    in the world."""
+    """Add a copy of the one top-level body of `child` (a parsed entity: see
+    core.scene.confine) to `spec` as entity `name` at pose (pos, quat [w,x,y,z]) in the
+    world."""
     check_name(spec, name)
     pose = check_pose(pos, quat)
-    child = parse_entity(resource) if isinstance(resource, str) else resource
     roots = list(child.worldbody.bodies)
     if len(roots) != 1:
         raise ResourceError(
@@ -87,6 +64,7 @@ def attach_entity(
             f"entity '{shown(name)}': the resource must hold exactly one top-level body, "
             f"found {len(roots)}",
         )
+    spec.copy_during_attach = True  # the child spec is not shared: it may go away
     frame = spec.worldbody.add_frame(pos=pose[0], quat=pose[1])
     body = frame.attach_body(roots[0], f"{name}/", "")
     body.name = name
@@ -134,21 +112,35 @@ def place_entity(
 
 
 def check_name(spec: mujoco.MjSpec, name: str) -> None:
-    """Refuse names MuJoCo or the entity prefixes cannot hold, and names in use."""
-    if not isinstance(name, str) or not name or "/" in name or not name.isprintable():
-        raise ResourceError(
-            "name", f"entity name '{shown(name)}': must be a non-empty printable name without '/'"
-        )
+    """Refuse names check_name_form refuses, and names in use."""
+    check_name_form(name)
     if spec.body(name) is not None:
         raise ResourceError(
             "name_taken", f"entity name '{shown(name)}' is taken by a body of the scene"
         )
 
 
+def check_name_form(name: str) -> None:
+    """Refuse names MuJoCo or the entity prefixes cannot hold, and names of the form given
+    to unnamed bodies (core.scene.loading.generated_form: 'body18' may be an unnamed
+    body's name now or after any edit)."""
+    if not isinstance(name, str) or not name or "/" in name or not name.isprintable():
+        raise ResourceError(
+            "name", f"entity name '{shown(name)}': must be a non-empty printable name without '/'"
+        )
+    if generated_form(name, mujoco.mjtObj.mjOBJ_BODY):
+        raise ResourceError(
+            "name",
+            f"entity name '{shown(name)}' has the form of the names unnamed bodies get; "
+            "choose another",
+        )
+
+
 def free_name(taken: Collection[str], base: str) -> str:
-    """`base` (made valid) if no body has it, else the first free `base_1`, `base_2`, ..."""
+    """`base` (made valid) if no body has it and it is no unnamed body's form, else the
+    first free `base_1`, `base_2`, ..."""
     base = "".join(c if c.isprintable() and c != "/" else "_" for c in base) or "entity"
-    if base not in taken:
+    if base not in taken and not generated_form(base, mujoco.mjtObj.mjOBJ_BODY):
         return base
     i = 1
     while f"{base}_{i}" in taken:
@@ -168,12 +160,3 @@ def check_pose(pos: Sequence[float], quat: Sequence[float]) -> tuple[list[float]
     if abs(norm - 1.0) > QUAT_TOLERANCE:
         raise ResourceError("pose", f"pose: quaternion {q} is not unit (norm {norm:.9g})")
     return p, [v / norm for v in q]
-
-
-def _resource_error(exc: ValueError) -> ResourceError:
-    text = str(exc)
-    missing = any(
-        w in text.lower()
-        for w in ("could not open", "error opening file", "resource not found", "no such")
-    )
-    return ResourceError("assets" if missing else "parse", f"entity resource: {text}")

@@ -8,6 +8,7 @@ model that owns an actuator, unless the caller names the robots explicitly.
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,7 +75,7 @@ def _compile(scene: str | None) -> LoadedScene:
     if scene.lstrip().startswith("<"):
         spec = mujoco.MjSpec.from_string(scene)
         return LoadedScene(spec.compile(), scene, None, spec)
-    path = str(Path(scene).expanduser().resolve())
+    path = scene_file(scene)
     text = Path(path).read_text()
     spec = mujoco.MjSpec.from_file(path)
     model = spec.compile()
@@ -83,10 +84,22 @@ def _compile(scene: str | None) -> LoadedScene:
     return LoadedScene(model, text, path, spec)
 
 
+def scene_file(scene: str) -> str:
+    """The resolved path of a scene file the operator named."""
+    return str(Path(scene).expanduser().resolve())
+
+
 def object_name(model: mujoco.MjModel, objtype: mujoco.mjtObj, objid: int) -> str:
     """MuJoCo name, or '<type><id>' (e.g. 'body3') for unnamed elements."""
     name = mujoco.mj_id2name(model, objtype, objid)
     return name if name else f"{objtype.name[6:].lower()}{objid}"
+
+
+def generated_form(name: str, objtype: mujoco.mjtObj) -> bool:
+    """True if `name` has the form object_name gives unnamed elements of `objtype` (e.g.
+    'body18'): such a name could be taken by an unnamed element of any model, since ids
+    move with every edit."""
+    return re.fullmatch(rf"{objtype.name[6:].lower()}[0-9]+", name) is not None
 
 
 def names(model: mujoco.MjModel, objtype: mujoco.mjtObj, count: int) -> list[str]:

@@ -70,7 +70,7 @@ class PhysicsLoop:
         real_time_factor: float = 1.0,
         tick_period: float = 0.005,
         on_diverged: Callable[[dict[int, str]], None] | None = None,
-        on_failed: Callable[[Exception], None] | None = None,
+        on_failed: Callable[[Exception], bool] | None = None,
         on_stopped: Callable[[BaseException], None] | None = None,
     ) -> None:
         """on_diverged: called (outside the lock) with handler.divergence() when the
@@ -214,13 +214,15 @@ class PhysicsLoop:
         return request.done
 
     def _failed(self, exc: Exception) -> None:
-        """Stepping raised: pause, end a running step request, report; the thread lives on."""
+        """Stepping raised: pause, end a running step request, report; the thread lives on.
+        Physics resumes if it was running and on_failed says the failure is mended."""
+        running = self._running.is_set()
         self._running.clear()
         request = self._request
         if request is not None:
             request.finished.set()
-        if self._on_failed is not None:
-            self._on_failed(exc)
+        if self._on_failed is not None and self._on_failed(exc) and running:
+            self.pause(False)
 
     def _advance(self, n: int) -> dict[int, str]:
         """n steps of every env, counted, with the divergences they ended in and the new
