@@ -168,7 +168,8 @@ def test_while_an_edit_is_built_physics_steps_on():
         while sim.sim_time() < 0.05:  # physics is running
             pass
         chain = "".join('<body pos="0 0 .01"><joint/><geom size=".005"/>' for _ in range(150))
-        chain = f"<mujoco><worldbody><body name='c'>{chain}{'</body>' * 150}</body></worldbody></mujoco>"
+        chain += "</body>" * 150
+        chain = f"<mujoco><worldbody><body name='c'>{chain}</body></worldbody></mujoco>"
         with sim.locked() as h:
             edit = h.prepare_edit(Spawn(Outside(text=chain), "c", False, (3, 3, 1), (1, 0, 0, 0)))
         before = sim.sim_time()
@@ -276,7 +277,8 @@ def test_the_failure_worlds_fail_where_they_are_said_to():
             lambda h: Spawn(
                 Outside(
                     text='<mujoco><asset><mesh name="m" vertex="0 0 0 1 0 0"/></asset>'
-                    '<worldbody><body name="x"><geom type="mesh" mesh="m"/></body></worldbody></mujoco>'
+                    '<worldbody><body name="x"><geom type="mesh" mesh="m"/></body></worldbody>'
+                    "</mujoco>"
                 ),
                 "x",
                 False,

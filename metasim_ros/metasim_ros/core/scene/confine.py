@@ -249,17 +249,21 @@ def _inline_includes(root: ET.Element, files: Files) -> bool:
     found = False
     while stack:
         parent, folder = stack.pop()
+        pending = [(child, folder) for child in parent]  # in order, includes expanded
         children: list[ET.Element] = []
-        for child in parent:
+        i = 0
+        while i < len(pending):
+            child, where = pending[i]
+            i += 1
             if child.tag != "include":
                 children.append(child)
-                stack.append((child, folder))
+                stack.append((child, where))
                 continue
             found = True
             name = child.get("file", "")
             if len(child) or not name:
                 raise ResourceError("parse", "<include> needs a file and no children")
-            data, used = _read_include(files, name, folder)
+            data, used = _read_include(files, name, where)
             if used in seen:
                 raise ResourceError("parse", f"file '{shown(name)}' is included twice")
             seen.add(used)
@@ -270,9 +274,7 @@ def _inline_includes(root: ET.Element, files: Files) -> bool:
             except ET.ParseError as exc:
                 raise ResourceError("parse", f"include '{shown(name)}': not XML: {exc}") from None
             _check_nesting(included)
-            for grandchild in included:
-                children.append(grandchild)
-                stack.append((grandchild, posixpath.dirname(used)))
+            pending[i:i] = [(g, posixpath.dirname(used)) for g in included]
         parent[:] = children
     return found
 

@@ -61,6 +61,9 @@ _STORE_PREFIX = "metasim_assets_"
 class WorkerBuilder:
     """SceneBuilder's interface, served by a worker process (see the module docstring)."""
 
+    #: Seconds a new worker may take to import MuJoCo and say it is ready.
+    STARTUP_SECONDS = 60.0
+
     def __init__(
         self, limits: ModelLimits, warn: Callable[[str], None] = lambda _text: None
     ) -> None:
@@ -121,6 +124,7 @@ class WorkerBuilder:
         self._proc = subprocess.Popen(
             [
                 sys.executable,
+                "-P",  # no working directory on sys.path: nothing is imported from there
                 "-m",
                 "metasim_ros.core.scene.worker",
                 str(theirs.fileno()),
@@ -132,9 +136,11 @@ class WorkerBuilder:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             env=env,
+            cwd=self._store.folder,  # no relative name can reach the node's directory
         )
         theirs.close()
         self._conn = Connection(ours.detach())
+        self._ready = False  # the worker says so once it has imported what it needs
 
     def _kill(self) -> None:
         proc, conn = self._proc, self._conn
@@ -146,12 +152,17 @@ class WorkerBuilder:
             conn.close()
 
     def _ask(self, message: tuple) -> tuple:
-        """Send a message and wait for the answer, at most compile_seconds; the worker is
-        killed when it does not answer in time or ends while working."""
+        """Send a message and wait for the answer, at most compile_seconds (a worker that
+        is still starting first gets STARTUP_SECONDS to be ready); the worker is killed
+        when it does not answer in time or ends while working."""
         conn, proc = self._conn, self._proc
         assert conn is not None and proc is not None
         seconds = self.limits.compile_seconds
         try:
+            if not self._ready:
+                if not conn.poll(self.STARTUP_SECONDS) or conn.recv() != ("ready",):
+                    raise EOFError
+                self._ready = True
             conn.send(message)
             if not conn.poll(seconds):
                 self._kill()
@@ -227,6 +238,7 @@ def _serve(conn: Connection, store: AssetStore) -> None:
     mujoco.set_mju_user_warning(lambda text: warnings.append(text))
     builder = SceneBuilder(ModelLimits(), store)
     pending: tuple = (None, None, 1)
+    conn.send(("ready",))
     while True:
         try:
             message = conn.recv()
@@ -258,7 +270,13 @@ def _answer(
     try:
         built = builder.build(recipe, operation, state, envs)
     except ResourceError as exc:
-        return ("refused", "ResourceError", exc.kind, str(exc))
+        text = str(exc)
+        if "allocate" in text.lower():  # MuJoCo met the address-space limit
+            text += (
+                f" (the model builder may take {builder.limits.memory} bytes: parameter "
+                "model_memory_limit)"
+            )
+        return ("refused", "ResourceError", exc.kind, text)
     except RequestError as exc:
         return ("refused", type(exc).__name__, "", str(exc))
     except Exception:  # noqa: BLE001 - reported to the node, which logs it as a fault

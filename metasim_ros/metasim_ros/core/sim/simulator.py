@@ -476,8 +476,13 @@ class Simulator:
         else:
             raise ResourceError("no_resource", "give world_resource.uri or resource_string")
         with self._lock:
-            self._sim.pause(True)
-            name = self._sim.edit_model(WorldLoad(model=model), None)
+            paused = self._sim.paused
+            self._sim.pause(True)  # the new world is stopped: it takes no step before that
+            try:
+                name = self._sim.edit_model(WorldLoad(model=model), None)
+            except BaseException:
+                self._sim.pause(paused)  # refused: the world runs on as it did
+                raise
             with self._sim.locked() as h:
                 self._world_version = h.model_version
                 source = h.recipe.world
