@@ -56,6 +56,10 @@ _REFUSALS = {c.__name__: c for c in (ResourceError, UnknownEntityError, SceneErr
 _PR_SET_PDEATHSIG = 1
 #: Name of the folders of copies of outside files: the node's pid, then mkdtemp's part.
 _STORE_PREFIX = "metasim_assets_"
+#: The worker's scheduling priority below the node's (a compile uses every core).
+_NICENESS = 10
+#: The folder holding the metasim_ros package this module is part of (the worker's code).
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[3])
 
 
 class WorkerBuilder:
@@ -120,7 +124,10 @@ class WorkerBuilder:
             folder = tempfile.mkdtemp(prefix=f"{_STORE_PREFIX}{os.getpid()}_")
             self._store = AssetStore(folder)
         ours, theirs = socket.socketpair()
-        env = {**os.environ, "MALLOC_ARENA_MAX": "2"}  # arenas reserve address space
+        # this very package, whatever the working directory; malloc arenas reserve address
+        # space (the limit counts it)
+        path = os.pathsep.join(p for p in (_PACKAGE_ROOT, os.environ.get("PYTHONPATH")) if p)
+        env = {**os.environ, "PYTHONPATH": path, "MALLOC_ARENA_MAX": "2"}
         self._proc = subprocess.Popen(
             [
                 sys.executable,
@@ -174,10 +181,13 @@ class WorkerBuilder:
             reply = conn.recv()
         except (EOFError, OSError):
             code = proc.poll()
+            ready, self._ready = self._ready, False
             self._kill()
             if self._closed:
                 raise SceneError("the node is stopping: the model was not built") from None
             how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+            if not ready:
+                raise RuntimeError(f"the model builder did not start ({how})") from None
             raise ResourceError(
                 "too_large",
                 f"the model builder ended ({how}) while building the model: it needs more "
@@ -293,6 +303,7 @@ def main(argv: list[str]) -> int:
     """python -m metasim_ros.core.scene.worker FD MEMORY STORE PARENT_PID"""
     fd, memory, store, parent = int(argv[0]), int(argv[1]), argv[2], int(argv[3])
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the node; it kills us
+    os.nice(_NICENESS)  # MuJoCo compiles on every core: the node's threads go first
     _die_with(parent)
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     _serve(Connection(fd), AssetStore(store))

@@ -14,12 +14,14 @@ from __future__ import annotations
 import threading
 import traceback
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TypeVar
 
 from metasim_ros.core.errors import IncorrectStateError, RequestError
-from metasim_ros.core.scene.builder import Operation
+from metasim_ros.core.scene.builder import Operation, Outside, Remove, Spawn
+from metasim_ros.core.scene.confine import ModelSource
+from metasim_ros.core.scene.loading import ModelInfo
 from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.sim.physics_loop import PhysicsLoop
 from metasim_ros.core.text import shown
@@ -118,6 +120,21 @@ class SimulationAccess:
         raise IncorrectStateError(
             f"the model changed {self.EDIT_ATTEMPTS} times while the edit was being built"
         )
+
+    @property
+    def models(self) -> list[ModelInfo]:
+        """The scene's models (a fact of the current model: read without the lock)."""
+        return self.handler.models
+
+    def spawn(
+        self, name: str, resource: ModelSource, pos: Sequence[float], quat: Sequence[float]
+    ) -> None:
+        """Add entity `name` made of `resource` at a world pose (edit_model)."""
+        self.edit_model(Spawn(Outside(stored=resource), name, False, tuple(pos), tuple(quat)))
+
+    def delete(self, *names: str) -> None:
+        """Remove entities with their subtrees (edit_model)."""
+        self.edit_model(Remove(tuple(names)))
 
     def follow_model(
         self, take: Callable[[MujocoHandler], T], build: Callable[[T], None]

@@ -57,10 +57,14 @@ class _StepRequest:
 class PhysicsLoop:
     """Runs `handler.step` in its own thread, keeping sim time = rtf x wall time."""
 
-    #: Most steps taken under one lock hold when running behind or as fast as possible.
+    #: Most steps taken under one lock hold when running behind or as fast as possible
+    #: (fewer when they take longer than BATCH_SECONDS: `_fit_batch`).
     MAX_BATCH = 20
     #: Longest lock hold of one slice of a requested `step_now` (seconds).
     SLICE_SECONDS = 1e-3
+    #: Longest lock hold of one batch of the loop (seconds): MAX_BATCH steps of a scene
+    #: like the default one take about 1 ms; a slow model takes fewer steps per batch.
+    BATCH_SECONDS = 5e-3
     #: Seconds between two samples of the step counter (for `rates`).
     SAMPLE_PERIOD = 0.1
 
@@ -106,6 +110,7 @@ class PhysicsLoop:
         self._samples: deque[tuple[float, int]] = deque(maxlen=int(4 / self.SAMPLE_PERIOD))
         self._next_sample = 0.0
         self._holds = 0  # held(): no steps while > 0
+        self._batch = self.MAX_BATCH  # steps of the next batch (_fit_batch)
         self._holds_lock = threading.Lock()
 
     # -- configuration -------------------------------------------------------------
@@ -256,6 +261,13 @@ class PhysicsLoop:
         request.diverged.update(events)
         request.size = max(1, min(2 * k, int(k * self.SLICE_SECONDS / max(took, 1e-9))))
 
+    def _fit_batch(self, n: int, took: float) -> None:
+        """Steps of the next batch: as many as fit in BATCH_SECONDS at the cost the last
+        batch took (at most MAX_BATCH), so a model that steps slowly (a large spawned
+        entity) still lets /clock, the ticks and waiting callers in every few ms."""
+        fits = int(n * self.BATCH_SECONDS / max(took, 1e-9))
+        self._batch = max(1, min(self.MAX_BATCH, 2 * n, fits))
+
     @property
     def last_sim_time(self) -> float:
         """Env 0's sim time when the simulation was last released: every change to it
@@ -343,14 +355,16 @@ class PhysicsLoop:
                     if due > 50 * self.MAX_BATCH:  # far behind (e.g. after a long stall):
                         self._resync = True  # drop the backlog instead of racing
                         due = self.MAX_BATCH
-                    n = min(due, self.MAX_BATCH)
+                    n = min(due, self._batch)
                 else:
-                    n = self.MAX_BATCH
+                    n = self._batch
                 self._no_waiters.wait()
                 with self._lock:
                     if self._stop.is_set() or not self._running.is_set() or self._holds:
                         continue
+                    t0 = time.perf_counter()
                     events = self._advance(n)
+                    self._fit_batch(n, time.perf_counter() - t0)
                 done += n
                 if events and self._on_diverged is not None:
                     self._on_diverged(events)

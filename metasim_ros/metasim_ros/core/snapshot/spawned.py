@@ -16,8 +16,9 @@ with a SnapshotError naming it, and nothing is left changed.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import Protocol
 
 import h5py
 import numpy as np
@@ -25,8 +26,8 @@ import numpy as np
 from metasim_ros.core.errors import SceneError, SnapshotError
 from metasim_ros.core.scene.builder import Attach
 from metasim_ros.core.scene.confine import ModelSource
+from metasim_ros.core.scene.loading import ModelInfo
 from metasim_ros.core.scene.resources import MAX_BYTES
-from metasim_ros.core.snapshot.simulation import Simulation
 from metasim_ros.core.text import shown
 
 GROUP = "spawned_entities"
@@ -86,8 +87,25 @@ def _files(group: object) -> dict[str, bytes]:
     return out
 
 
+class Edits(Protocol):
+    """What adds and removes entities: the handler (under the caller's lock), or the
+    node's SimulationAccess (each edit built without the lock)."""
+
+    @property
+    def models(self) -> list[ModelInfo]:
+        """The models of the scene now."""
+
+    def spawn(
+        self, name: str, resource: ModelSource, pos: Sequence[float], quat: Sequence[float]
+    ) -> None:
+        """Add an entity (a model edit; every other entity carries over)."""
+
+    def delete(self, *names: str) -> None:
+        """Remove entities (a model edit; every other entity carries over)."""
+
+
 @contextmanager
-def spawned_present(handler: Simulation, records: dict[str, Attach]) -> Iterator[list]:
+def spawned_present(handler: Edits, records: dict[str, Attach]) -> Iterator[list]:
     """Add the recorded entities the handler lacks (in spawn order), yield their names;
     if the body of the block raises, delete them again (the rest carries over exactly)."""
     have = {m.name for m in handler.models}
