@@ -109,9 +109,7 @@ class PhysicsLoop:
         self._request_lock = threading.Lock()
         self._samples: deque[tuple[float, int]] = deque(maxlen=int(4 / self.SAMPLE_PERIOD))
         self._next_sample = 0.0
-        self._holds = 0  # held(): no steps while > 0
         self._batch = self.MAX_BATCH  # steps of the next batch (_fit_batch)
-        self._holds_lock = threading.Lock()
 
     # -- configuration -------------------------------------------------------------
     @property
@@ -142,22 +140,6 @@ class PhysicsLoop:
             self._resync = True
             self._running.set()
         self._wake.set()
-
-    @contextmanager
-    def held(self) -> Iterator[None]:
-        """No steps while held, neither the loop's nor requested ones, so the envs stay
-        as they are (a model edit compiles from copies of them without the lock); ticks
-        go on and the simulation stays free for everyone else. Real time restarts on
-        release: no catch-up burst."""
-        with self._holds_lock:
-            self._holds += 1
-        try:
-            yield
-        finally:
-            with self._holds_lock:
-                self._holds -= 1
-            self._resync = True
-            self._wake.set()
 
     def add_tick(self, callback: Callable[[], None]) -> None:
         """Run `callback` in the physics thread between batches (periodic publishers)."""
@@ -248,15 +230,9 @@ class PhysicsLoop:
         k = min(request.size, request.n - request.done)
         self._no_waiters.wait()  # announced callers go first, as between batches
         with self._lock:
-            if self._holds:  # checked under the lock: held() may have begun meanwhile
-                events = None
-            else:
-                t0 = time.perf_counter()
-                events = self._advance(k)
-                took = time.perf_counter() - t0
-        if events is None:
-            self._idle(self._tick_period)
-            return
+            t0 = time.perf_counter()
+            events = self._advance(k)
+            took = time.perf_counter() - t0
         request.done += k
         request.diverged.update(events)
         request.size = max(1, min(2 * k, int(k * self.SLICE_SECONDS / max(took, 1e-9))))
@@ -331,9 +307,6 @@ class PhysicsLoop:
                 self._sample()
                 for tick in self._ticks:
                     tick()
-                if self._holds:
-                    self._idle(self._tick_period)
-                    continue
                 request = self._request
                 if request is not None and not request.finished.is_set():
                     self._step_slice(request)
@@ -360,7 +333,7 @@ class PhysicsLoop:
                     n = self._batch
                 self._no_waiters.wait()
                 with self._lock:
-                    if self._stop.is_set() or not self._running.is_set() or self._holds:
+                    if self._stop.is_set() or not self._running.is_set():
                         continue
                     t0 = time.perf_counter()
                     events = self._advance(n)
