@@ -86,7 +86,8 @@ class SimNode(Node):
             self.warn_input(re.sub(r"[0-9.]+", "#", msg), f"MuJoCo: {msg}")
 
         mujoco.set_mju_user_warning(mujoco_warning)
-        #: builds model edits and worlds in a worker process (core/scene/worker.py)
+        #: builds model edits and worlds in a worker process (core/scene/worker.py), started
+        #: by the first one (its start-up, importing MuJoCo, costs a core for a moment)
         self.builder = WorkerBuilder(parameters.model_limits(p), mujoco_warning)
         handler = MujocoHandler(
             p.scene or None,
@@ -202,7 +203,6 @@ class SimNode(Node):
 
     def start(self) -> None:
         """Start physics and cameras; say on the log what runs where."""
-        self.builder.start()
         self.sim.loop.start()
         self.fast_services.start()
         self.cameras.start()

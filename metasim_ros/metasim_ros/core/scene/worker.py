@@ -80,12 +80,6 @@ class WorkerBuilder:
         self._proc: subprocess.Popen | None = None
         self._conn: Connection | None = None
 
-    def start(self) -> None:
-        """Start the worker now (it imports MuJoCo meanwhile), not at the first build."""
-        with self._lock:
-            if self._proc is None and not self._closed:
-                self._start()
-
     # -- the builder's interface ---------------------------------------------------
     def remember(self, recipe: Recipe, spec: mujoco.MjSpec, model: mujoco.MjModel) -> None:
         """Nothing to remember here: the worker builds the recipe itself when asked."""
