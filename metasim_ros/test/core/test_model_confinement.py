@@ -17,7 +17,7 @@ import pytest
 from metasim_ros.core import MujocoHandler
 from metasim_ros.core.errors import ResourceError
 from metasim_ros.core.scene.budget import ModelLimits
-from metasim_ros.core.scene.builder import Outside, Recipe, SceneBuilder, Spawn, World
+from metasim_ros.core.scene.builder import Outside, Recipe, Remove, SceneBuilder, Spawn, World
 from metasim_ros.core.scene.confine import AssetStore, FolderFiles, StoredFiles, parse_model
 from metasim_ros.core.sim.access import SimulationAccess
 
@@ -219,3 +219,27 @@ def test_a_failure_with_nothing_to_revert_resets_and_halts():
     assert sim._failed(RuntimeError("x")) is False
     healthy, text = sim.status()
     assert not healthy and "reset" in text
+
+
+def test_a_recipe_holds_what_is_there_and_builds_again_to_the_same_model(tmp_path):
+    """Entities added and removed leave no edit behind; a new builder (a restarted worker)
+    builds the recipe again to the model built edit by edit, byte for byte."""
+    store = AssetStore(tmp_path / "store")
+    builder, recipe = SceneBuilder(store=store), Recipe()
+    crate = Outside(text=PILE.replace("pile", "crate"))
+    for operation in (
+        Spawn(crate, "a", False, (1, 0, 1), (1, 0, 0, 0)),
+        Spawn(crate, "b", False, (2, 0, 1), (1, 0, 0, 0)),
+        Remove(("a", "cube")),  # one spawned, one of the scene's
+        Spawn(crate, "a", False, (3, 0, 1), (1, 0, 0, 0)),
+    ):
+        built = builder.build(recipe, operation)
+        recipe = built.recipe
+    assert [(type(e).__name__, getattr(e, "name", None)) for e in recipe.edits] == [
+        ("Attach", "b"),
+        ("Remove", None),
+        ("Attach", "a"),
+    ]
+    assert recipe.edits[1].names == ("cube",)
+    again = SceneBuilder(store=store).build(recipe, Remove(("b",)))
+    assert mjb(again.model) == mjb(builder.build(recipe, Remove(("b",))).model)

@@ -100,19 +100,28 @@ class Recipe:
     key: str = field(default_factory=lambda: uuid.uuid4().hex, compare=False)
 
     def then(self, edit: Edit) -> Recipe:
-        """This recipe with one more edit."""
-        return Recipe(self.scene, self.world, (*self.edits, edit))
+        """This recipe with one more edit. Removing an entity an edit added drops that
+        edit (and its moves) instead: the recipe holds what is there, not its history, so
+        building it again costs what the scene costs (the model is the same: MuJoCo
+        compiles what the spec holds, and a removed entity leaves nothing in it)."""
+        edits = list(self.edits)
+        if isinstance(edit, Remove):
+            added = {e.name for e in edits if isinstance(e, Attach)}
+            gone = set(edit.names) & added
+            edits = [e for e in edits if isinstance(e, Remove) or e.name not in gone]
+            kept = tuple(n for n in edit.names if n not in gone)
+            if kept:
+                edits.append(Remove(kept))
+        else:
+            edits.append(edit)
+        return Recipe(self.scene, self.world, tuple(edits))
 
     def spawned(self) -> dict[str, Attach]:
-        """The entities the edits added that are still there, by name, in order."""
-        out: dict[str, Attach] = {}
+        """The entities the edits added, by name, in order (at the pose they were last
+        moved to)."""
+        out = {e.name: e for e in self.edits if isinstance(e, Attach)}
         for e in self.edits:
-            if isinstance(e, Attach):
-                out[e.name] = e
-            elif isinstance(e, Remove):
-                for name in e.names:
-                    out.pop(name, None)
-            elif e.name in out:  # Place: the entity is added again at its new pose
+            if isinstance(e, Place) and e.name in out:
                 a = out[e.name]
                 out[e.name] = Attach(a.name, a.source, e.pos, e.quat)
         return out

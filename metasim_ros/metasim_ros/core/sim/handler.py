@@ -493,12 +493,6 @@ class MujocoHandler:
             mujoco.mj_getState(self._model, d, row, INTEGRATION_STATE)
         return states
 
-    def replace_scene(self, scene: str | None, robots: list[str] | None = None) -> None:
-        """Simulate another scene of the operator's (a path, MJCF text, or None for the
-        embedded default) in the same number of envs, from its initial state; `robots` as
-        in the constructor. On a SceneError nothing changes."""
-        self.apply_edit(World(scene), robots)
-
     def spawn(
         self,
         name: str,
