@@ -372,7 +372,7 @@ class SimParameters:
         _LIMITS.memory,
         "bytes of memory the worker process that builds models may take, and the most the "
         "MjData of every env of a new model may take together",
-        low=256 * 1024**2,
+        low=512 * 1024**2,  # the worker itself (Python, MuJoCo, numpy) takes ~300 MB
     )
     entity_bounds: str = _p(
         "box",

@@ -243,3 +243,26 @@ def test_a_recipe_holds_what_is_there_and_builds_again_to_the_same_model(tmp_pat
     assert recipe.edits[1].names == ("cube",)
     again = SceneBuilder(store=store).build(recipe, Remove(("b",)))
     assert mjb(again.model) == mjb(builder.build(recipe, Remove(("b",))).model)
+
+
+@pytest.mark.parametrize(
+    "kind, params",
+    [
+        ("sphere", "3"),
+        ("hemisphere", "4"),
+        ("supersphere", "20 1 1"),
+        ("supertorus", "20 0.3 1 1"),
+        ("wedge", "10 20 60 45 0"),
+        ("cone", "30 0.5"),
+    ],
+)
+def test_built_in_meshes_count_at_least_the_vertices_mujoco_makes(kind, params, tmp_path):
+    """MuJoCo makes built-in meshes while it parses: counted from their params before."""
+    text = (
+        f"<mujoco><asset><mesh name='m' builtin='{kind}' params='{params}'/></asset>"
+        "<worldbody><body name='b'><geom type='mesh' mesh='m'/></body></worldbody></mujoco>"
+    )
+    made = mujoco.MjSpec.from_string(text).compile().mesh_vertnum[0]
+    store = AssetStore(tmp_path / "store")
+    with pytest.raises(ResourceError, match="model_max_vertices"):
+        parse_model(text, StoredFiles({}), store, ModelLimits(vertices=made - 1))

@@ -100,6 +100,7 @@ class Budget:
                 self.add_vertices(times * made, f"<{tag}>")
             elif tag == "mesh":
                 self.add_vertices(times * _numbers(elem.get("vertex", "")) // 3, "<mesh vertex>")
+                self.add_vertices(times * _builtin_vertices(elem), "<mesh builtin>")
             elif tag in ("flex", "skin"):
                 self.add_vertices(times * _numbers(elem.get("vertex", "")) // 3, f"<{tag} vertex>")
             elif tag == "hfield":
@@ -181,6 +182,22 @@ def _count_attr(elem: ET.Element, name: str, default: int) -> int:
 def _numbers(text: str) -> int:
     """How many numbers a whitespace-separated list holds (without converting them)."""
     return len(text.split())
+
+
+def _builtin_vertices(elem: ET.Element) -> int:
+    """Vertices MuJoCo makes for <mesh builtin=... params=...> (while parsing), at most:
+    spheres subdivide an icosahedron, the others are grids of their resolutions."""
+    kind = elem.get("builtin", "none")
+    if kind == "none":
+        return 0
+    p = _ints(elem.get("params", "0"), "mesh params") + [0]
+    if kind in ("sphere", "hemisphere"):
+        return 12 * 4 ** min(p[0], 20)
+    if kind in ("supersphere", "supertorus"):
+        return (p[0] + 1) ** 2
+    if kind in ("wedge", "plate"):
+        return p[0] * p[1]
+    return 2 * p[0] + 2  # a cone
 
 
 def _png_pixels(data: bytes) -> int:

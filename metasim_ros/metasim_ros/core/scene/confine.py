@@ -111,13 +111,16 @@ class StoredFiles:
     """Files kept with a model (`ModelSource.files`, e.g. from a snapshot)."""
 
     files: dict[str, bytes]
-    what: str = "the files stored with the model"
 
     def read(self, name: str) -> bytes:
         """See Files.read."""
-        data = self.files.get(posixpath.normpath(_relative(name, self.what)))
+        data = None
+        if name and not posixpath.isabs(name):
+            data = self.files.get(posixpath.normpath(name))
         if data is None:
-            raise _not_inside(name, self.what)
+            raise ResourceError(
+                "assets", f"file '{shown(name)}' is not among the files stored with the model"
+            )
         return data
 
 
