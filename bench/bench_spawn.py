@@ -11,8 +11,8 @@ Through a running sim_node (real time, /clock at 100 Hz): SpawnEntity of the def
 robot (the franka of the default scene as an entity) and of a 1,000-body entity, each
 built in the node's worker process: the reply time, and the longest gap between two
 /clock messages while it was built, against the longest gap over as long a time with no
-spawn; then models over the limits (a 4,000-link URDF chain, 20,000 bodies): the time to
-refuse them.
+spawn; LoadWorld of the default scene and of a 1,000-body world (the same figures); then
+models over the limits (a 4,000-link URDF chain, 20,000 bodies): the time to refuse them.
 
 Run: python bench/bench_spawn.py [--node-only] [--package DIR]
 (DIR: the folder holding the metasim_ros package the node runs; default this tree's)
@@ -216,6 +216,32 @@ def node_spawns(package: Path) -> None:
                 f"  spawn {label}: reply {ms(replies):.1f} ms (median of {NODE_REPEATS}), "
                 f"longest /clock gap {ms(gaps):.1f} ms (max {1e3 * max(gaps):.1f}) vs "
                 f"{ms(quiet):.1f} ms with no spawn"
+            )
+        loader = probe.create_client(ss.LoadWorld, "/sim_node/load_world")
+        default_text = Path(default_scene_path()).read_text()
+        for label, text in (
+            ("the default scene", default_text),
+            (
+                "a 1,000-body world",
+                bodies_entity(1000).replace('name="grid"', 'name="g" pos="0 0 1"'),
+            ),
+        ):
+            replies, gaps = [], []
+            for _ in range(NODE_REPEATS):
+                probe.arrivals.clear()
+                probe.spin_for(0.5)
+                req = ss.LoadWorld.Request()
+                req.world_resource.resource_string = text
+                t0 = time.perf_counter()
+                r = probe.call(loader, req)
+                t1 = time.perf_counter()
+                probe.spin_for(0.2)
+                assert r.result.result == 1, r.result.error_message
+                replies.append(t1 - t0)
+                gaps.append(probe.longest_gap(t0, t1 + 0.1))
+            print(
+                f"  LoadWorld of {label}: reply {ms(replies):.1f} ms, longest /clock gap "
+                f"{ms(gaps):.1f} ms (max {1e3 * max(gaps):.1f})"
             )
         for label, text in (
             ("4,000-link URDF chain", urdf_chain(4000)),
