@@ -30,7 +30,9 @@ import hashlib
 import os
 import posixpath
 import re
+import shutil
 import tempfile
+import weakref
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -142,12 +144,26 @@ class NoFiles:
 class AssetStore:
     """Copies of the files of models from outside, as MuJoCo reads them: one folder of
     this process, each file named by the SHA-256 of its bytes (so a name always means
-    the same bytes, and MuJoCo's mesh cache can never mix two files up)."""
+    the same bytes, and MuJoCo's mesh cache can never mix two files up). The folder is
+    made with the first copy: `folder` if given (its owner removes it), else a temporary
+    one, removed with the store."""
 
     def __init__(self, folder: str | os.PathLike | None = None) -> None:
-        self._own = folder is None
-        self.folder = Path(folder or tempfile.mkdtemp(prefix="metasim_assets_"))
-        self.folder.mkdir(parents=True, exist_ok=True)
+        self._given = Path(folder) if folder is not None else None
+        self._folder: Path | None = None
+        self._remove: weakref.finalize | None = None
+
+    @property
+    def folder(self) -> Path:
+        """The folder of the copies (made now if it is not yet)."""
+        if self._folder is None:
+            if self._given is not None:
+                self._given.mkdir(parents=True, exist_ok=True)
+                self._folder = self._given
+            else:
+                self._folder = Path(tempfile.mkdtemp(prefix="metasim_assets_"))
+                self._remove = weakref.finalize(self, shutil.rmtree, self._folder, True)
+        return self._folder
 
     def put(self, data: bytes, suffix: str) -> str:
         """The name of a copy of `data` in the store (written once); `suffix` (the
@@ -162,11 +178,9 @@ class AssetStore:
         return key
 
     def close(self) -> None:
-        """Remove the store's folder if this store made it."""
-        if self._own:
-            for p in self.folder.iterdir():
-                p.unlink(missing_ok=True)
-            self.folder.rmdir()
+        """Remove the folder now if this store made it."""
+        if self._remove is not None:
+            self._remove()
 
 
 @dataclass
@@ -361,5 +375,6 @@ def _take_files(
             if kind == "texture":
                 elem.cubefiles = [take(c, kind, directory) for c in elem.cubefiles]
     spec.meshdir = spec.texturedir = ""
-    spec.modelfiledir = str(store.folder) + os.sep
+    if used:
+        spec.modelfiledir = str(store.folder) + os.sep
     return used

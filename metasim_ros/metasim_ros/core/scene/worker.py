@@ -55,7 +55,7 @@ _REFUSALS = {c.__name__: c for c in (ResourceError, UnknownEntityError, SceneErr
 #: prctl option: the signal a process gets when the thread that started it ends.
 _PR_SET_PDEATHSIG = 1
 #: Name of the folders of copies of outside files: the node's pid, then mkdtemp's part.
-_STORE_PREFIX = "metasim_assets_"
+_STORE_PREFIX = "metasim_worker_assets_"
 #: The worker's scheduling priority below the node's (a compile uses every core).
 _NICENESS = 10
 #: The folder holding the metasim_ros package this module is part of (the worker's code).
