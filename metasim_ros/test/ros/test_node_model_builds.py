@@ -215,7 +215,7 @@ def test_a_build_longer_than_the_timeout_is_stopped_while_the_node_serves(start_
     start_node({"model_max_depth": 1000, "model_compile_timeout": 0.5}).wait_serving(client)
     spawner = client.node.create_client(ss.SpawnEntity, NS + "spawn_entity")
     client.spin_until(spawner.service_is_ready, 20, "spawn_entity")
-    pending = spawner.call_async(spawn_request("chain", urdf_chain(999)))  # seconds of compile
+    pending = spawner.call_async(spawn_request("chain", urdf_chain(999, chains=2)))  # ~10 s
     answered = []
     while not pending.done():
         r = status(client)  # answers while the model is being built
