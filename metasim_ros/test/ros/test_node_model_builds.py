@@ -10,6 +10,8 @@ is being built."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import h5py
 import mujoco
 import numpy as np
@@ -287,3 +289,18 @@ def test_a_model_that_needs_more_than_the_memory_limit_is_refused(start_node, cl
     assert "model_memory_limit" in r.result.error_message, r.result.error_message
     r = spawn(client, "crate", CRATE, 3.0)
     assert r.result.result == R.RESULT_OK, r.result.error_message
+
+
+def test_a_scene_named_relative_to_the_working_directory_is_built_again(
+    start_node, client, tmp_path
+):
+    """The model builder runs in a folder of its own: the operator's scene, named relative
+    to the node's working directory, is built again from its resolved path."""
+    (tmp_path / "scene.xml").write_text(Path(default_scene_path()).read_text())
+    start_node({"scene": "scene.xml", "paused": True}, cwd=tmp_path).wait_serving(client)
+    r = spawn(client, "crate", CRATE, 3.0)
+    assert r.result.result == R.RESULT_OK, r.result.error_message
+    reset = ss.ResetSimulation.Request(scope=ss.ResetSimulation.Request.SCOPE_DEFAULT)
+    r = client.call(ss.ResetSimulation, NS + "reset_simulation", reset)
+    assert r.result.result == R.RESULT_OK, r.result.error_message
+    assert "crate" not in entities(client)

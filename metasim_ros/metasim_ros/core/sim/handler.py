@@ -198,8 +198,9 @@ class MujocoHandler:
         loaded = scene_mod.load_scene(scene)
         self.scene_path: str | None = loaded.path
         self._builder: Builder = builder or SceneBuilder()
-        #: how the current model is made (the scene, then the edits since)
-        self.recipe = Recipe(scene)
+        #: how the current model is made (the scene, then the edits since); a scene file by
+        #: its resolved path (a builder may run in another working directory)
+        self.recipe = Recipe(loaded.path or scene)
         self._builder.remember(self.recipe, loaded.spec, loaded.model)
         self._undo: _Undo | None = None
         self._robot_names = robots

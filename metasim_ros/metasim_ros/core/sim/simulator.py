@@ -121,8 +121,10 @@ class Simulator:
         self._on_quit = on_quit
         self._infos = EntityInfos()
         self._lock = threading.Lock()  # run state and infos (not the simulation)
+        with sim.locked() as h:
+            start = h.recipe.scene  # the scene file resolved
         #: what makes the world as loaded again (ResetSimulation ALL): the operation, robots
-        self._source: tuple[WorldLoad, list[str] | None] = (WorldLoad(scene), robots)
+        self._source: tuple[WorldLoad, list[str] | None] = (WorldLoad(start), robots)
         path = Path(scene).expanduser() if scene else None
         self._world = World(
             (resources.model_name(path.read_text()) or path.stem) if path else "default",
