@@ -3,7 +3,7 @@
 """The node's scene builder, in a worker process: a compile never holds the node, and
 one that takes too long or too much memory is stopped, not waited for.
 
-The worker (`python -m metasim_ros.core.scene.worker`) runs a SceneBuilder under an
+The worker (`main` here, in a new Python process) runs a SceneBuilder under an
 address-space limit (RLIMIT_AS: ModelLimits.memory) and dies with the node (the kernel
 kills it when the thread that started it ends: PR_SET_PDEATHSIG; it also ends when its
 pipe closes). It never touches the simulation: it gets a recipe (sent again whenever it
@@ -58,6 +58,12 @@ _PR_SET_PDEATHSIG = 1
 _STORE_PREFIX = "metasim_worker_assets_"
 #: The worker's scheduling priority below the node's (a compile uses every core).
 _NICENESS = 10
+#: The worker's command: nothing is imported from the working directory (`-c` puts it
+#: first on sys.path: it goes before anything is imported; Python 3.10 has no `-P`).
+_MAIN = (
+    "import sys; del sys.path[0]; "
+    "from metasim_ros.core.scene.worker import main; sys.exit(main(sys.argv[1:]))"
+)
 #: The folder holding the metasim_ros package this module is part of (the worker's code).
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[3])
 
@@ -125,9 +131,8 @@ class WorkerBuilder:
         self._proc = subprocess.Popen(
             [
                 sys.executable,
-                "-P",  # no working directory on sys.path: nothing is imported from there
-                "-m",
-                "metasim_ros.core.scene.worker",
+                "-c",
+                _MAIN,
                 str(theirs.fileno()),
                 str(self.limits.memory),
                 str(self._store.folder),
@@ -294,7 +299,8 @@ def _answer(
 
 
 def main(argv: list[str]) -> int:
-    """python -m metasim_ros.core.scene.worker FD MEMORY STORE PARENT_PID"""
+    """The worker: FD MEMORY STORE PARENT_PID (the socket to the node, the address-space
+    limit in bytes, the folder of copies, the node's pid)."""
     fd, memory, store, parent = int(argv[0]), int(argv[1]), argv[2], int(argv[3])
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the node; it kills us
     os.nice(_NICENESS)  # MuJoCo compiles on every core: the node's threads go first
@@ -302,7 +308,3 @@ def main(argv: list[str]) -> int:
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     _serve(Connection(fd), AssetStore(store))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
