@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import sys
 import textwrap
 from array import array
@@ -35,13 +36,16 @@ from rcl_interfaces.msg import (
     ParameterDescriptor,
     SetParametersResult,
 )
-from rclpy.exceptions import ParameterException
+from rclpy.exceptions import InvalidTopicNameException, ParameterException
+from rclpy.expand_topic_name import expand_topic_name
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from rclpy.validate_full_topic_name import validate_full_topic_name
 
 from metasim_ros.core.control.laws import Gains, parse_gains
 from metasim_ros.core.errors import ConfigurationError
 from metasim_ros.core.paths import ros_home
+from metasim_ros.core.scene.budget import ModelLimits
 
 #: Largest ROS integer parameter (int64): the upper end of ranges with no upper bound.
 _INT64_MAX = 2**63 - 1
@@ -95,6 +99,7 @@ class Param:
     #: where 0 means "no limit" (as fast as possible, every batch): the least other value
     nonzero_low: float | None = None
     resolve: Callable[[Any], Any] | None = None  # start-up value -> attribute value
+    check: Callable[[Any], str | None] | None = None  # a further check: why it is refused
 
     @property
     def kind(self) -> type:
@@ -159,7 +164,7 @@ class Param:
             return f"must be {self.constraint()}"
         if self.nonzero_low is not None and 0 < value < self.nonzero_low:
             return f"must be {self.constraint()}"
-        return None
+        return self.check(value) if self.check is not None else None
 
     def _entries_problem(self, value: Any) -> str | None:
         """Why joint=number entries (a string or a list of strings) are refused, or None."""
@@ -208,6 +213,27 @@ def _p(default: Any, description: str, **declaration: Any) -> Any:
 
 _RATE = {"dynamic": True, "low": _RATE_MIN, "high": _RATE_MAX}
 _GAINS = {"dynamic": True, "low": 0.0, "high": _GAIN_MAX, "per_joint": True}
+_LIMITS = ModelLimits()
+
+
+def sim_interfaces_prefix(namespace: str) -> str:
+    """The prefix of the simulation_interfaces names for a `sim_interfaces_namespace`
+    value: '~/' for '~', '/' for '' or '/', else the namespace and '/'."""
+    ns = namespace.strip()
+    return "~/" if ns == "~" else "/" if ns in ("", "/") else ns.rstrip("/") + "/"
+
+
+def _namespace_problem(value: str) -> str | None:
+    """Why rcl would refuse the services' names under `value` (one line), else None."""
+    name = sim_interfaces_prefix(value) + "spawn_entity"
+    try:
+        validate_full_topic_name(expand_topic_name(name, "sim_node", "/"))
+    except (ValueError, InvalidTopicNameException) as exc:
+        reason = str(exc).splitlines()[0]
+        reason = re.sub(r"^.*? is invalid: |^Invalid topic name: ", "", reason)
+        reason = re.sub(r", at \S+$", "", reason).rstrip(":")
+        return f"is not a namespace ROS accepts ({reason})"
+    return None
 
 
 @dataclass
@@ -327,6 +353,7 @@ class SimParameters:
         "namespace of the simulation_interfaces (standard simulator API) services and "
         "action: '~' = the node's (/sim_node/spawn_entity, ...); '/' = none, the global "
         "names Gazebo (ros_gz_sim) and Isaac Sim serve (/spawn_entity, ...); or any namespace",
+        check=_namespace_problem,
     )
     spawnables_dir: str = _p(
         "",
@@ -339,6 +366,49 @@ class SimParameters:
         "directory of the scene files GetAvailableWorlds lists and LoadWorld URIs name; "
         "empty = $ROS_HOME/metasim_worlds; nothing outside it is read",
         resolve=_ros_home_dir("metasim_worlds"),
+    )
+    model_max_bodies: int = _p(
+        _LIMITS.bodies,
+        "most bodies an entity or world from outside (SpawnEntity, LoadWorld, a snapshot's "
+        "spawned entity) may hold, counted before MuJoCo reads it",
+        low=1,
+        high=1_000_000,
+    )
+    model_max_depth: int = _p(
+        _LIMITS.depth,
+        "most bodies in one chain (from the root) of a model from outside (MuJoCo's compile "
+        "grows steeply with depth)",
+        low=1,
+        high=1_000,
+    )
+    model_max_joints: int = _p(
+        _LIMITS.joints, "most joints of a model from outside", low=1, high=1_000_000
+    )
+    model_max_vertices: int = _p(
+        _LIMITS.vertices,
+        "most mesh, skin and flex vertices and height-field samples of a model from outside "
+        "(inline and in its files)",
+        low=1,
+        high=1_000_000_000,
+    )
+    model_max_texture_pixels: int = _p(
+        _LIMITS.texture_pixels,
+        "most texture pixels of a model from outside (built-in and in its files)",
+        low=1,
+        high=1_000_000_000,
+    )
+    model_compile_timeout: float = _p(
+        _LIMITS.compile_seconds,
+        "seconds (wall clock) the worker process may take to build a model edit or a world "
+        "(compile and first step); it is stopped after that and the request refused",
+        low=0.1,
+        high=3_600.0,
+    )
+    model_memory_limit: int = _p(
+        _LIMITS.memory,
+        "bytes of memory the worker process that builds models may take, and the most the "
+        "MjData of every env of a new model may take together",
+        low=512 * 1024**2,  # the worker itself (Python, MuJoCo, numpy) takes ~300 MB
     )
     entity_bounds: str = _p(
         "box",
@@ -469,6 +539,19 @@ def _value_text(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(map(str, value)) + "]"
     return value if value else '""'
+
+
+def model_limits(params: SimParameters) -> ModelLimits:
+    """The limits of models from outside, from the model_* parameters."""
+    return ModelLimits(
+        bodies=params.model_max_bodies,
+        depth=params.model_max_depth,
+        joints=params.model_max_joints,
+        vertices=params.model_max_vertices,
+        texture_pixels=params.model_max_texture_pixels,
+        compile_seconds=params.model_compile_timeout,
+        memory=params.model_memory_limit,
+    )
 
 
 def startup_summary(params: SimParameters) -> str:

@@ -204,7 +204,8 @@ class SimServices:
         """~/load_snapshot: restore one state of a file, verified.
 
         The file is opened, read and checked against the model without the lock; only the
-        apply + verify (a few mj_forward-sized operations) holds it.
+        apply + verify (a few mj_forward-sized operations) holds it. Entities the file's
+        model spawned are added first, each built without the lock.
         """
         limits.check_name("group", request.group)
         path = self._snapshot_path(request.path)
@@ -216,8 +217,13 @@ class SimServices:
             max_bytes=self._params.snapshot_max_bytes,
             max_steps=self._params.snapshot_max_steps,
         )
-        with self._sim.locked() as h:
-            report = apply_load(h, prepared, allow_partial=request.allow_partial)
+        report = apply_load(
+            self._sim.handler,  # model facts only; the apply holds the lock
+            prepared,
+            allow_partial=request.allow_partial,
+            edits=self._sim,  # entities the file needs are built without the lock
+            locked=self._sim.locked,
+        )
         response.success, response.message = report.ok, report.summary()
         response.strategy = report.strategy
         response.exact = report.exact

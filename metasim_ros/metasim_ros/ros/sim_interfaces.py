@@ -39,7 +39,7 @@ from metasim_ros.core.state.frames import world_frame
 from metasim_ros.core.text import bounded, shown
 from metasim_ros.ros.conversions import fill_pose, fill_twist, stamp, wxyz, xyz
 from metasim_ros.ros.message_sizes import check_message_sizes
-from metasim_ros.ros.parameters import SimParameters
+from metasim_ros.ros.parameters import SimParameters, sim_interfaces_prefix
 from metasim_ros.ros.qos import ACTION_QOS
 from metasim_ros.ros.services import guarded
 
@@ -207,8 +207,7 @@ class SimInterfaces:
             step_limit=lambda: params.step_limit,
             on_quit=on_quit,
         )
-        ns = params.sim_interfaces_namespace.strip()
-        self.prefix = "~/" if ns == "~" else "/" if ns in ("", "/") else ns.rstrip("/") + "/"
+        self.prefix = sim_interfaces_prefix(params.sim_interfaces_namespace)
         for srv_type, cb in (
             (ss.GetSimulatorFeatures, self.get_simulator_features),
             (ss.GetSimulationState, self.get_simulation_state),
@@ -403,14 +402,11 @@ class SimInterfaces:
     # -- spawning ----------------------------------------------------------------------
     @answering()
     def get_spawnables(self, request, response):
-        """GetSpawnables: MJCF/URDF files of spawnables_dir with their bounds."""
-        for uri, description, region in self.api.spawnables():
+        """GetSpawnables: MJCF/URDF files of spawnables_dir (listed without compiling
+        them: no bounds)."""
+        for uri, description in self.api.spawnables():
             response.spawnables.append(
-                sm.Spawnable(
-                    entity_resource=sm.Resource(uri=uri),
-                    description=description,
-                    spawn_bounds=_bounds_msg(region),
-                )
+                sm.Spawnable(entity_resource=sm.Resource(uri=uri), description=description)
             )
         if request.sources:
             response.result.error_message = (

@@ -33,6 +33,7 @@ from metasim_ros.core import fastdds_shm
 from metasim_ros.core.atomic import remove_interrupted
 from metasim_ros.core.errors import ConfigurationError, RequestError
 from metasim_ros.core.memory import tune_malloc
+from metasim_ros.core.scene.worker import WorkerBuilder
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.text import log_block
@@ -78,11 +79,16 @@ class SimNode(Node):
         log = self.get_logger()
         #: warnings about outside input: one line per cause per LOG_PERIOD seconds
         self.warn_input = LogLimit(log.get_child("input").warning)
+
         # MuJoCo's warnings (e.g. instability) go to the ROS log, not stdout + MUJOCO_LOG.TXT;
         # one line per kind (numbers such as the DOF or time do not make a new kind)
-        mujoco.set_mju_user_warning(
-            lambda msg: self.warn_input(re.sub(r"[0-9.]+", "#", msg), f"MuJoCo: {msg}")
-        )
+        def mujoco_warning(msg: str) -> None:
+            self.warn_input(re.sub(r"[0-9.]+", "#", msg), f"MuJoCo: {msg}")
+
+        mujoco.set_mju_user_warning(mujoco_warning)
+        #: builds model edits and worlds in a worker process (core/scene/worker.py), started
+        #: by the first one (its start-up, importing MuJoCo, costs a core for a moment)
+        self.builder = WorkerBuilder(parameters.model_limits(p), mujoco_warning)
         handler = MujocoHandler(
             p.scene or None,
             num_envs=p.num_envs,
@@ -93,6 +99,7 @@ class SimNode(Node):
             trajectory_rate=p.trajectory_rate,
             camera_size=(p.camera_width, p.camera_height),
             fast_render=p.render_quality == "fast",
+            builder=self.builder,
         )
         Path(p.snapshot_dir).mkdir(parents=True, exist_ok=True)
         self._housekeeping(p.snapshot_dir)
@@ -216,8 +223,9 @@ class SimNode(Node):
         )
 
     def shutdown(self) -> None:
-        """Stop cameras, the fast services and physics (in that order: they read the
-        simulation)."""
+        """Stop the model builder (a request waiting for it ends at once), cameras, the
+        fast services and physics (in that order: they read the simulation)."""
+        self.builder.close()
         self.cameras.stop()
         self.fast_services.stop()
         self.sim.loop.stop()

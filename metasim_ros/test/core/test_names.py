@@ -145,7 +145,7 @@ def test_a_wrench_on_an_unnamed_body_follows_it_when_bodies_are_renumbered():
 
 def test_an_entity_is_deleted_by_its_generated_name_and_the_name_is_not_given_again():
     h = MujocoHandler(SCENE)
-    with pytest.raises(RequestError, match="taken"):
+    with pytest.raises(RequestError, match="form of the names unnamed bodies get"):
         h.spawn(BOX, "<mujoco><worldbody><body><geom size='0.1'/></body></worldbody></mujoco>")
     assert h.body_names == BODIES  # refused: nothing changed
     h.delete(BOX)

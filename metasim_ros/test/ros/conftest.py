@@ -58,8 +58,12 @@ class SimProcess:
     in `output` after it exits."""
 
     def __init__(
-        self, params: dict[str, object] | None = None, args: list[str] | None = None
+        self,
+        params: dict[str, object] | None = None,
+        args: list[str] | None = None,
+        cwd: Path | None = None,
     ) -> None:
+        """cwd: the node's working directory (default: the test's)."""
         cmd = sim_node_command() + list(args or [])
         if params:
             cmd += ["--ros-args"] + [a for k, v in params.items() for a in ("-p", f"{k}:={v}")]
@@ -71,6 +75,7 @@ class SimProcess:
             text=True,
             start_new_session=True,
             env=with_pythonpath(),  # this tree's package, not the installed copy
+            cwd=cwd,
         )
         self.output = ""
 

@@ -81,6 +81,12 @@ class Controls:
         for e in range(len(datas)):
             self.changed(e)
 
+    def restart(self, datas: Sequence[mujoco.MjData]) -> None:
+        """Every env's initial control state again, from `datas` as they are now (a model
+        edit sets the envs' states after this store was built)."""
+        self.envs = [self.fresh(d) for d in datas]
+        self.changed()
+
     def _resolve(
         self, kp: Gains, kd: Gains, robots: Sequence[ModelInfo], strict: bool
     ) -> tuple[np.ndarray, np.ndarray]:

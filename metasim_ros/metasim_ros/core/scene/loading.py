@@ -8,6 +8,7 @@ model that owns an actuator, unless the caller names the robots explicitly.
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,13 +76,25 @@ def _compile(scene: str | None) -> LoadedScene:
     if scene.lstrip().startswith("<"):
         spec = mujoco.MjSpec.from_string(scene)
         return LoadedScene(spec.compile(), scene, None, spec)
-    path = str(Path(scene).expanduser().resolve())
+    path = scene_file(scene)
     text = Path(path).read_text()
     spec = mujoco.MjSpec.from_file(path)
     model = spec.compile()
     if ET.fromstring(text).tag == "robot":
         return LoadedScene(model, spec.to_xml(), path, spec)
     return LoadedScene(model, text, path, spec)
+
+
+def scene_file(scene: str) -> str:
+    """The resolved path of a scene file the operator named."""
+    return str(Path(scene).expanduser().resolve())
+
+
+def generated_form(name: str, objtype: mujoco.mjtObj) -> bool:
+    """True if `name` has the form core.scene.names gives unnamed elements of `objtype`
+    ('body18', 'body18_1'): such a name could be taken by an unnamed element of any
+    model, since ids move with every edit."""
+    return re.fullmatch(rf"{objtype.name[6:].lower()}[0-9]+(_[0-9]+)?", name) is not None
 
 
 def _actuated_roots(model: mujoco.MjModel) -> set[int]:

@@ -62,17 +62,7 @@ class Names(Sequence[str]):
     def __init__(self, model: mujoco.MjModel, objtype: mujoco.mjtObj) -> None:
         kind = objtype.name[len("mjOBJ_") :].lower()  # MuJoCo's word: body, joint, geom, ...
         count = int(getattr(model, _COUNTS[objtype]))
-        own = [mujoco.mj_id2name(model, objtype, i) or "" for i in range(count)]
-        real = set(own) - {""}
-        out = []
-        for i, name in enumerate(own):
-            if not name:
-                name = base = f"{kind}{i}"
-                k = 0
-                while name in real:  # only `base` and its suffixes can be this id's
-                    k += 1
-                    name = f"{base}_{k}"
-            out.append(name)
+        out = _named([mujoco.mj_id2name(model, objtype, i) or "" for i in range(count)], kind)
         self._names = tuple(out)
         self._ids = {n: i for i, n in enumerate(self._names)}
 
@@ -148,23 +138,39 @@ class NameTable:
         return self.of(_OBJ.mjOBJ_SENSOR)
 
 
-class Renumbering:
-    """Which body of a spec had which id before an edit, and which it has after it.
+def _named(own: Sequence[str], kind: str) -> list[str]:
+    """Every element's name from its own ('' when unnamed), in id order."""
+    real = set(own) - {""}
+    out = []
+    for i, name in enumerate(own):
+        if not name:
+            name = base = f"{kind}{i}"
+            k = 0
+            while name in real:  # only `base` and its suffixes can be this id's
+                k += 1
+                name = f"{base}_{k}"
+        out.append(name)
+    return out
 
-    A spec element keeps its identity through an edit and takes its new id when the spec
-    is compiled, so state kept per body (by id, or by a generated name) can follow the
-    body rather than its old number. Made from a spec compiled to the current model,
-    before the edit; an edit that both removes and adds elements is not supported (a new
-    element could come back as a removed one's handle).
-    """
 
-    def __init__(self, spec: mujoco.MjSpec) -> None:
-        self._before = [(b, b.id) for b in spec.bodies]  # held: handles stay the same
+def spec_bodies(spec: mujoco.MjSpec) -> list[tuple[mujoco.MjsBody, int]]:
+    """Every body of a spec with its depth (the world 0), in the order the model it
+    compiles to numbers them (depth first, the world first)."""
+    out = []
 
-    def bodies(self, spec: mujoco.MjSpec) -> dict[int, int]:
-        """Old id -> new id of every body still in `spec` (the edited spec, compiled)."""
-        kept = {id(b) for b in spec.bodies}
-        return {old: b.id for b, old in self._before if id(b) in kept}
+    def walk(body: mujoco.MjsBody, depth: int) -> None:
+        out.append((body, depth))
+        for child in body.bodies:
+            walk(child, depth + 1)
+
+    walk(spec.worldbody, 0)
+    return out
+
+
+def spec_body_names(spec: mujoco.MjSpec) -> list[str]:
+    """The body names `element_names` gives the model `spec` compiles to, from the spec
+    alone (an edited spec need not be compiled first)."""
+    return _named([b.name if d else "world" for b, d in spec_bodies(spec)], "body")
 
 
 _tables: weakref.WeakKeyDictionary[mujoco.MjModel, NameTable] = weakref.WeakKeyDictionary()

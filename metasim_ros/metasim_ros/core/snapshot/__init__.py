@@ -12,7 +12,8 @@ only ``apply_load`` and ``capture_snapshot`` touch MjData (a short hold of the l
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,7 @@ from metasim_ros.core.snapshot.restore import (
     prepare,
 )
 from metasim_ros.core.snapshot.simulation import Simulation
-from metasim_ros.core.snapshot.spawned import read_spawned, spawned_present
+from metasim_ros.core.snapshot.spawned import Edits, read_spawned, spawned_present
 
 #: Default limit on the size of a snapshot file loaded (bytes). Loading reads single rows, so
 #: large files are cheap; the limit only refuses files no recording plausibly reaches.
@@ -188,17 +189,31 @@ def apply_load(
     *,
     tolerance: float = DEFAULT_TOLERANCE,
     allow_partial: bool = False,
+    edits: Edits | None = None,
+    locked: Callable[[], AbstractContextManager[Simulation]] | None = None,
 ) -> RestoreReport:
     """The second half of a load, under the lock: apply, mj_forward, verify against everything
     the file holds; roll back when verification fails or something is left out without
-    ``allow_partial``."""
+    ``allow_partial``. Entities the file's model spawned and the simulation lacks are added
+    first, through `handler` (all under the caller's lock), or through `edits` when given:
+    then only the apply runs inside `locked()` (the node builds model edits without the
+    lock, see core.sim.access)."""
     check_tolerance(tolerance)
     if prepared.again is None:
-        return apply_prepared(handler, prepared, tolerance, bool(allow_partial))
-    with spawned_present(handler, prepared.spawned) as added:  # removed again on an error
-        report = apply_prepared(handler, prepared.again(handler), tolerance, bool(allow_partial))
+        if locked is None:
+            return apply_prepared(handler, prepared, tolerance, bool(allow_partial))
+        with locked() as h:
+            return apply_prepared(h, prepared, tolerance, bool(allow_partial))
+    adder = edits if edits is not None else handler
+    with spawned_present(adder, prepared.spawned) as added:  # removed again on an error
+        again = prepared.again(handler)
+        if locked is None:
+            report = apply_prepared(handler, again, tolerance, bool(allow_partial))
+        else:
+            with locked() as h:
+                report = apply_prepared(h, again, tolerance, bool(allow_partial))
         if not report.ok and added:  # rolled back: so is the model
-            handler.delete(*added)
+            adder.delete(*added)
         return report
 
 

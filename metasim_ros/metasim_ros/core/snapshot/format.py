@@ -55,12 +55,13 @@ import numpy as np
 from metasim_ros.core.atomic import write_atomic
 from metasim_ros.core.control.record import ControlState
 from metasim_ros.core.control.wrenches import remaining_durations
+from metasim_ros.core.scene.builder import Attach
 from metasim_ros.core.sim.handler import INTEGRATION_STATE, PhysicsState
 from metasim_ros.core.snapshot import control as control_io
 from metasim_ros.core.snapshot.bodies import BODY_COLUMNS, trajectory_body_rows
 from metasim_ros.core.snapshot.io import SnapshotError
 from metasim_ros.core.snapshot.simulation import Simulation
-from metasim_ros.core.snapshot.spawned import SpawnRecord, write_spawned
+from metasim_ros.core.snapshot.spawned import write_spawned
 
 FORMAT_NAME = "metasim_snapshot"
 FORMAT_VERSION = 3
@@ -135,8 +136,8 @@ class SaveCapture:
     controls: dict[int, list[ControlState] | None]
     #: the current control state of each env (targets for rows saved without theirs)
     current: dict[int, ControlState]
-    #: entities spawned at runtime (MJCF and pose), so a load can add them again first
-    spawned: dict[str, SpawnRecord]
+    #: entities spawned at runtime (text, files and pose), so a load can add them again
+    spawned: dict[str, Attach]
 
 
 def capture_for_save(

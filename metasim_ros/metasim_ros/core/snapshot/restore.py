@@ -21,11 +21,12 @@ import mujoco
 import numpy as np
 
 from metasim_ros.core.errors import SnapshotError
+from metasim_ros.core.scene.builder import Attach
 from metasim_ros.core.snapshot.bodies import body_rows
 from metasim_ros.core.snapshot.io import LayoutMismatchError
 from metasim_ros.core.snapshot.plan import Expected, LoadRequest, Plan
 from metasim_ros.core.snapshot.simulation import Simulation
-from metasim_ros.core.snapshot.spawned import SpawnRecord, read_spawned
+from metasim_ros.core.snapshot.spawned import read_spawned
 from metasim_ros.core.snapshot.strategies import STRATEGIES
 
 #: Default verification tolerance: radians / metres / (rad|m)/s. Exact layouts reach 0.
@@ -118,7 +119,7 @@ class PreparedLoad:
     plans: list[Plan]
     tried: list[str]
     #: entities the file's model had spawned at runtime ({} for most files)
-    spawned: dict[str, SpawnRecord] = dataclasses.field(default_factory=dict)
+    spawned: dict[str, Attach] = dataclasses.field(default_factory=dict)
     #: set when the simulation lacks some of `spawned`: prepares the file again against
     #: the simulation once they are added (plans are empty until then)
     again: Callable[[Simulation], PreparedLoad] | None = None
@@ -129,7 +130,7 @@ def prepare(
     sim: Simulation,
     request: LoadRequest,
     max_steps: int | None = DEFAULT_MAX_STEPS,
-    spawned: dict[str, SpawnRecord] | None = None,
+    spawned: dict[str, Attach] | None = None,
 ) -> PreparedLoad:
     """Resolve every layout of an open file into a Plan; uses only ``sim``'s model facts.
     ``spawned``: the file's spawned entities when the caller has read them already.

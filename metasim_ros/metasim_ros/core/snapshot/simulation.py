@@ -18,8 +18,10 @@ import mujoco
 from metasim_ros.core.control.drives import ControlLayout
 from metasim_ros.core.control.goals import TrajectoryGoal
 from metasim_ros.core.control.record import ControlState
+from metasim_ros.core.scene.builder import Attach
+from metasim_ros.core.scene.confine import ModelSource
 from metasim_ros.core.scene.loading import ModelInfo
-from metasim_ros.core.sim.handler import PhysicsState, SpawnRecord, Transaction
+from metasim_ros.core.sim.handler import PhysicsState, Transaction
 from metasim_ros.core.state.schema import State
 
 
@@ -29,7 +31,7 @@ class Simulation(Protocol):
     scene_xml: str
     models: list[ModelInfo]
     robots: list[ModelInfo]
-    spawned: dict[str, SpawnRecord]
+    spawned: dict[str, Attach]
 
     @property
     def model(self) -> mujoco.MjModel:
@@ -43,7 +45,9 @@ class Simulation(Protocol):
     def target_joint_names(self) -> list[str]:
         """Robot joints with dof_pos/vel targets, in the order PhysicsState holds them."""
 
-    def spawn(self, name: str, resource: str, pos: Sequence[float], quat: Sequence[float]) -> None:
+    def spawn(
+        self, name: str, resource: str | ModelSource, pos: Sequence[float], quat: Sequence[float]
+    ) -> None:
         """Add an entity (a model edit; every other entity carries over)."""
 
     def delete(self, *names: str) -> None:
