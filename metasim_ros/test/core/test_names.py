@@ -18,13 +18,16 @@ import pytest
 from metasim_ros.core import MujocoHandler
 from metasim_ros.core.errors import RequestError
 from metasim_ros.core.scene import markers as mk
+from metasim_ros.core.scene.entities import attach_entity
 from metasim_ros.core.scene.named_poses import named_poses
-from metasim_ros.core.scene.names import element_names
+from metasim_ros.core.scene.names import element_names, spec_body_names
 from metasim_ros.core.scene.urdf import robot_urdf
 from metasim_ros.core.snapshot import load_snapshot
 from metasim_ros.core.state.frames import FrameTree
+from metasim_ros.scenes import default_scene_path
 
 SCENE = str(Path(__file__).parents[1] / "scenes" / "unnamed.xml")
+ARTICULATED = str(Path(__file__).parent / "scenes" / "articulated.xml")
 _OBJ = mujoco.mjtObj
 
 #: The names of test/scenes/unnamed.xml, typed from the file: body 6 is unnamed but
@@ -221,3 +224,21 @@ def test_named_poses_name_the_unnamed_body_and_keyframe():
     poses = {p.name: p for p in named_poses(h.model, h.synced_data(0), h.models)}
     assert set(poses) == {"key0/body1", "dock"}
     assert poses["dock"].description == "site pose:dock on body body1"
+
+
+@pytest.mark.parametrize("scene", [None, SCENE, "articulated"])
+def test_names_from_a_spec_are_the_names_of_the_model_it_compiles_to(scene):
+    """Entities are found in an edited spec before it is compiled: the names read from
+    the spec alone must be MuJoCo's compiled model's (element_names), also after an
+    entity with an unnamed body was attached."""
+    path = {None: default_scene_path(), "articulated": ARTICULATED}.get(scene, scene)
+    spec = mujoco.MjSpec.from_file(path)
+    assert spec_body_names(spec) == list(element_names(spec.compile()).body)
+    child = mujoco.MjSpec.from_string(
+        "<mujoco><worldbody><body name='c'><freejoint/><geom size='0.1'/>"
+        "<body><joint/><geom size='0.05'/></body></body></worldbody></mujoco>"
+    )
+    attach_entity(spec, "crate", child, (1.0, 0.0, 0.5))
+    names = spec_body_names(spec)
+    assert names == list(element_names(spec.compile()).body)
+    assert names[-2] == "crate"
