@@ -335,3 +335,15 @@ def test_a_name_an_unnamed_body_would_get_is_refused_and_names_never_collide():
     h2.step(n=10)
 
 
+
+
+def test_a_spawn_allowed_to_rename_takes_the_first_free_name():
+    """allow_renaming (SpawnEntity's): a taken name becomes `<name>_1`; a name of the
+    form unnamed bodies get ('body3', 'body3_1': an unnamed body may hold it after any
+    edit) is never given."""
+    h = MujocoHandler()
+    pose = ((0.3, 0.0, 1.0), (1.0, 0.0, 0.0, 0.0))
+    assert h.apply_edit(Spawn(Outside(text=BALL), "cube", True, *pose)) == "cube_1"
+    assert h.apply_edit(Spawn(Outside(text=BALL), "body3", True, *pose)) == "body3_entity"
+    assert h.apply_edit(Spawn(Outside(text=BALL), "body3_1", True, *pose)) == "body3_1_entity"
+    assert {"cube", "cube_1", "body3_entity", "body3_1_entity"} <= {m.name for m in h.models}

@@ -48,6 +48,7 @@ from metasim_ros.core.scene.entities import (
     remove_entities,
     resource_name,
 )
+from metasim_ros.core.scene.names import element_names
 
 #: The complete physics state, what an edit carries over.
 INTEGRATION_STATE = int(mujoco.mjtState.mjSTATE_INTEGRATION)
@@ -342,7 +343,7 @@ class SceneBuilder:
         if not base and not spawn.allow_renaming:
             raise ResourceError("name", "no name given and the resource names none")
         if spawn.allow_renaming:
-            return free_name(loading.names(model, mujoco.mjtObj.mjOBJ_BODY, model.nbody), base)
+            return free_name(element_names(model).body, base)
         return base
 
     def _world(self, world: World, envs: int) -> Built:

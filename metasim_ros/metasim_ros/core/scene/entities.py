@@ -152,10 +152,13 @@ def check_name_form(name: str) -> None:
 
 
 def free_name(taken: Collection[str], base: str) -> str:
-    """`base` (made valid) if no body has it and it is no unnamed body's form, else the
-    first free `base_1`, `base_2`, ..."""
+    """`base` (made valid) if no body has it, else the first free `base_1`, `base_2`, ...;
+    a base of the form unnamed bodies get ('body3', 'body3_1') becomes `<base>_entity`
+    first, so no name given is one an unnamed body may hold."""
     base = "".join(c if c.isprintable() and c != "/" else "_" for c in base) or "entity"
-    if base not in taken and not generated_form(base, mujoco.mjtObj.mjOBJ_BODY):
+    if generated_form(base, mujoco.mjtObj.mjOBJ_BODY):
+        base = f"{base}_entity"
+    if base not in taken:
         return base
     i = 1
     while f"{base}_{i}" in taken:
