@@ -335,8 +335,6 @@ def test_a_name_an_unnamed_body_would_get_is_refused_and_names_never_collide():
     h2.step(n=10)
 
 
-
-
 def test_a_spawn_allowed_to_rename_takes_the_first_free_name():
     """allow_renaming (SpawnEntity's): a taken name becomes `<name>_1`; a name of the
     form unnamed bodies get ('body3', 'body3_1': an unnamed body may hold it after any
