@@ -63,7 +63,7 @@ def _footer(summary_start: int = 0, summary_offset_start: int = 0) -> bytes:
     return struct.pack("<BQQQI", 0x02, 20, summary_start, summary_offset_start, 0) + MAGIC
 
 
-class ReserveFull(OSError):
+class ReserveFullError(OSError):
     """A commit does not fit in the file's reserve (the writer splits before it would)."""
 
 
@@ -120,7 +120,7 @@ class CommittedFile:
             return
         data = bytes(self._pending)
         if len(data) > self.room():
-            raise ReserveFull
+            raise ReserveFullError
         end, tail = self._tail(self._pos + len(data))
         self._pwrite(data[HEAD:] + tail, self._pos + HEAD)  # behind the old padding header
         self._pwrite(data[:HEAD], self._pos)  # the switch: one write inside one page
@@ -133,7 +133,7 @@ class CommittedFile:
         data = bytes(self._pending)
         end = self._pos + len(data)
         if end > self._size - TRAILER:
-            raise ReserveFull
+            raise ReserveFullError
         self._pwrite(data[HEAD:], self._pos + HEAD)
         os.ftruncate(self._fd, end)  # the new footer (with its summary) is the file's end
         self._pwrite(data[:HEAD], self._pos)
@@ -191,7 +191,9 @@ class _File:
 class BagWriter:
     """A rosbag2 folder (MCAP storage) of `topics`; messages are written by index."""
 
-    def __init__(self, folder: Path, topics: list[TopicSpec], reserve: int = DEFAULT_RESERVE) -> None:
+    def __init__(
+        self, folder: Path, topics: list[TopicSpec], reserve: int = DEFAULT_RESERVE
+    ) -> None:
         """Creates `folder` (it must not exist) with metadata.yaml and the first file."""
         self.folder = folder
         self.topics = topics
@@ -206,7 +208,9 @@ class BagWriter:
     def _open_file(self) -> None:
         f = _File(self.folder / f"{self.folder.name}_{len(self._files)}.mcap")
         self._stream = CommittedFile(f.path, self._reserve)
-        self._writer = Writer(self._stream, chunk_size=CHUNK_BYTES, compression=CompressionType.ZSTD)
+        self._writer = Writer(
+            self._stream, chunk_size=CHUNK_BYTES, compression=CompressionType.ZSTD
+        )
         self._writer.start(profile="ros2", library="metasim_ros")
         self._channels = []
         for t in self.topics:

@@ -2,11 +2,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """An episode folder and reading its state stream back.
 
-    <recordings_dir>/<episode>/
-        bag/             rosbag2 folder (metadata.yaml, bag_0.mcap, ...): the topics
-        states.h5        the exact state stream (stream.py), written when the recording stops
-        states.journal   the state stream while it is recorded (removed once states.h5 is
-                         written; left behind by a recording that was killed)
+<recordings_dir>/<episode>/
+    bag/             rosbag2 folder (metadata.yaml, bag_0.mcap, ...): the topics
+    states.h5        the exact state stream (stream.py), written when the recording stops
+    states.journal   the state stream while it is recorded (removed once states.h5 is
+                     written; left behind by a recording that was killed)
 """
 
 from __future__ import annotations
@@ -113,7 +113,12 @@ def read_states(folder: Path) -> EpisodeStates:
                 rows = np.asarray(eg["integration_state"][()], dtype=np.float64)
                 integration.append(rows)
                 targets.append(
-                    np.hstack([np.asarray(eg[k][()], np.float64) for k in ("dof_pos_target", "dof_vel_target")])
+                    np.hstack(
+                        [
+                            np.asarray(eg[k][()], np.float64)
+                            for k in ("dof_pos_target", "dof_vel_target")
+                        ]
+                    )
                 )
                 remaining.append(
                     np.asarray(eg["wrench_remaining"][()], np.float64)

@@ -70,9 +70,7 @@ class Replay:
         check_episode(states, h)
         last = states.last_step
         if not 0 <= start <= stop <= last:
-            raise SnapshotError(
-                f"steps {start}..{stop} are not within the episode's 0..{last}"
-            )
+            raise SnapshotError(f"steps {start}..{stop} are not within the episode's 0..{last}")
         self.states, self.start, self.stop = states, start, stop
         self.on_end = on_end
         self.step = start
@@ -98,9 +96,7 @@ class Replay:
     def prepare(self, h: MujocoHandler, step: int) -> Start:
         """The checkpoint a replay or seek to `step` starts from (no lock needed)."""
         if not self.start <= step <= self.stop:
-            raise SnapshotError(
-                f"step {step} is not within the replay's {self.start}..{self.stop}"
-            )
+            raise SnapshotError(f"step {step} is not within the replay's {self.start}..{self.stop}")
         index = self.states.checkpoint_at(step)
         return Start(step, index, self._loads(h, index))
 
@@ -152,7 +148,7 @@ class Replay:
             self.applied += 1
 
     def _restore(self, h: MujocoHandler, loads: list[PreparedLoad], i: int) -> None:
-        for e, prepared in enumerate(loads):
+        for prepared in loads:
             report = apply_load(h, prepared)
             if not report.ok or not report.exact:
                 why = "; ".join(list(report.not_exact) or [report.summary()])
@@ -211,7 +207,9 @@ class Replay:
         return text
 
 
-def replay_headless(states: EpisodeStates, h: MujocoHandler, start: int = 0, stop: int | None = None) -> Replay:
+def replay_headless(
+    states: EpisodeStates, h: MujocoHandler, start: int = 0, stop: int | None = None
+) -> Replay:
     """Run the episode again on `h` (no loop, no ROS): every step from `start` to `stop`
     (default: the end); the returned replay says what it compared and where it diverged."""
     replay = Replay(states, h, start, states.last_step if stop is None else stop)

@@ -306,7 +306,9 @@ def read_journal(path: Path) -> StreamData:
         try:
             out.documents.append([docs[e][i] for i in ids[e]])
         except KeyError:
-            raise SnapshotError(f"{path}: a checkpoint names a control document not written") from None
+            raise SnapshotError(
+                f"{path}: a checkpoint names a control document not written"
+            ) from None
     return out
 
 
