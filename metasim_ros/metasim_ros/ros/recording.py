@@ -18,6 +18,7 @@ from typing import Any
 
 from metasim_msgs.srv import Replay, Seek, StartRecording
 from rclpy.callback_groups import CallbackGroup, ReentrantCallbackGroup
+from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.subscription import Subscription
@@ -180,9 +181,11 @@ class RecordingServices:
         def received(data: bytes) -> None:
             rec.message(index, round(loop.last_sim_time * 1e9), data)
 
+        # no QoS-event handlers: taps are destroyed while the executor waits on them
         return self._node.create_subscription(
             message_class(spec.type), spec.name, received, qos, raw=True,
             callback_group=self._tap_group,
+            event_callbacks=SubscriptionEventCallbacks(use_default_callbacks=False),
         )  # fmt: skip
 
     @replying
