@@ -97,18 +97,18 @@ def _record_episode(client) -> list:
         field_mask=ModelState.TARGETS,
         joint_states=[MsJointState(name="panda_joint7", position_target=[0.3])],
     )
-    ok(
-        client.call(
-            SetStates, f"{NODE}/set_states", SetStates.Request(states=[WorldState(model_states=[arm])])
-        )
-    )
+    request = SetStates.Request(states=[WorldState(model_states=[arm])])
+    ok(client.call(SetStates, f"{NODE}/set_states", request))
     step(client, 300)
     ok(
         client.call(
             ApplyWrench,
             f"{NODE}/apply_wrench",
             ApplyWrench.Request(
-                body="cube", force=Vector3(z=2.0), reference_point=Point(x=0.5, z=0.45), duration=0.4
+                body="cube",
+                force=Vector3(z=2.0),
+                reference_point=Point(x=0.5, z=0.45),
+                duration=0.4,
             ),
         )
     )
