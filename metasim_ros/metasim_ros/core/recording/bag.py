@@ -192,10 +192,16 @@ class BagWriter:
     """A rosbag2 folder (MCAP storage) of `topics`; messages are written by index."""
 
     def __init__(
-        self, folder: Path, topics: list[TopicSpec], reserve: int = DEFAULT_RESERVE
+        self,
+        folder: Path,
+        topics: list[TopicSpec],
+        reserve: int = DEFAULT_RESERVE,
+        stem: str | None = None,
     ) -> None:
-        """Creates `folder` (it must not exist) with metadata.yaml and the first file."""
+        """Creates `folder` (it must not exist) with metadata.yaml and the first file;
+        files are named `<stem>_<i>.mcap` (stem: the folder's name unless given)."""
         self.folder = folder
+        self._stem = folder.name if stem is None else stem
         self.topics = topics
         self.counts = [0] * len(topics)
         self._reserve = reserve
@@ -206,7 +212,7 @@ class BagWriter:
         self.write_metadata()
 
     def _open_file(self) -> None:
-        f = _File(self.folder / f"{self.folder.name}_{len(self._files)}.mcap")
+        f = _File(self.folder / f"{self._stem}_{len(self._files)}.mcap")
         self._stream = CommittedFile(f.path, self._reserve)
         self._writer = Writer(
             self._stream, chunk_size=CHUNK_BYTES, compression=CompressionType.ZSTD

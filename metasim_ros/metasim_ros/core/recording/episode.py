@@ -72,6 +72,8 @@ class EpisodeStates:
     info: dict[str, Any]
     signature_hash: str
     scene_xml: str
+    robots: list[str]  # the models the recording treated as robots
+    timestep: float
 
     @property
     def last_step(self) -> int:
@@ -128,6 +130,9 @@ def read_states(folder: Path) -> EpisodeStates:
                 blob = eg["control"][()].tobytes()
                 documents.append([blob[a : a + n] for a, n in eg["control_rows"][()]])
             xml = f["model/xml"][()]
+            structure = json.loads(attr_text(f["model"], "structure") or "{}")
+            robots = [m["name"] for m in structure.get("models", []) if m["kind"] == "robot"]
+            timestep = float(f.attrs["timestep"])
         except (KeyError, ValueError, TypeError, OSError) as exc:
             raise SnapshotError(f"{path}: unreadable episode ({exc})") from None
         if len(steps) != len(kinds) or any(len(r) != len(steps) for r in integration):
@@ -148,6 +153,8 @@ def read_states(folder: Path) -> EpisodeStates:
             info,
             attr_text(f, "signature_hash") or "",
             xml.decode() if isinstance(xml, bytes) else str(xml),
+            robots,
+            timestep,
         )
 
 
