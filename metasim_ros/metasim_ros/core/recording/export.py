@@ -89,9 +89,7 @@ def export_robomimic(
             _write_demo(data.create_group(name), h, states, env)
             names.append(name)
             n += 1
-        data.attrs["total"] = int(
-            sum(int(g.attrs.get("num_samples", 0)) for g in data.values())
-        )
+        data.attrs["total"] = int(sum(int(g.attrs.get("num_samples", 0)) for g in data.values()))
         if mask:
             _add_mask(f, mask, names)
     try:

@@ -162,13 +162,17 @@ def recover(folder: Path, scene: str | None = None) -> str:
     }
     messages = _recover_bag(folder / BAG)
     last = int(data.steps[-1])
-    info = dict(data.end) if data.end is not None else {
-        "steps": last,
-        "every": int(head["every"]),
-        "dropped_rows": 0,
-        "dropped_messages": {},
-        "ended": f"the recording was interrupted after step {last}",
-    }
+    info = (
+        dict(data.end)
+        if data.end is not None
+        else {
+            "steps": last,
+            "every": int(head["every"]),
+            "dropped_rows": 0,
+            "dropped_messages": {},
+            "ended": f"the recording was interrupted after step {last}",
+        }
+    )
     info["recovered"] = True
     try:
         write_states(facts, folder / STATES, data, info)
