@@ -3,7 +3,8 @@
 """Episodes through the node: a recording with a FollowJointTrajectory goal, /joint_command
 messages, a set_states and an applied wrench; the bag read back by rosbags' reader with the
 CDR bytes the topics carry; the episode replayed, every recorded row equal bit for bit and
-the final state equal to the recorded run's (~/get_states, float64)."""
+the final state equal to the recorded run's (~/get_states, float64); a seek back restores
+the recorded state of that step and the replay goes on from it."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from metasim_msgs.srv import (  # noqa: E402
     ApplyWrench,
     GetStates,
     Replay,
+    Seek,
     SetStates,
     StartRecording,
     Step,
@@ -65,8 +67,9 @@ def recording_node(start_node, client, tmp_path):
     return rec
 
 
-def _record_episode(client) -> list:
-    """2000 steps with a goal, commands, a set_states and a wrench; the final states."""
+def _record_episode(client) -> tuple[list, list]:
+    """2000 steps with a goal, commands, a set_states and a wrench; the final states and
+    those 490 steps before the end."""
     ok(client.call(StartRecording, f"{NODE}/start_recording", StartRecording.Request(folder="ep")))
     action = ActionClient(client.node, FollowJointTrajectory, ACTION)
     client.spin_until(action.server_is_ready, 20.0, "the trajectory action server")
@@ -112,15 +115,17 @@ def _record_episode(client) -> list:
             ),
         )
     )
-    step(client, 990)
+    step(client, 500)
+    mid = states(client)
+    step(client, 490)
     truth = states(client)
     action.destroy()
     client.node.destroy_publisher(pub)
-    return truth
+    return truth, mid
 
 
 def test_an_episode_replays_bit_for_bit(recording_node, client):
-    truth = _record_episode(client)
+    truth, mid = _record_episode(client)
     res = ok(client.call(Trigger, f"{NODE}/stop_recording", Trigger.Request()))
     assert "change(s)" in res.message
     ep = recording_node / "ep"
@@ -136,6 +141,13 @@ def test_an_episode_replays_bit_for_bit(recording_node, client):
         client.call(Replay, f"{NODE}/replay", Replay.Request(folder="ep", from_step=0, to_step=0))
     )
     step(client, int(res.steps))
+    text = status(client)
+    assert "DIVERGED" not in text and "finished" in text, text
+    assert states(client) == truth
+    # seek back into the replay: the recorded state there, and the replay goes on from it
+    res = ok(client.call(Seek, f"{NODE}/seek", Seek.Request(step=int(res.steps) - 490)))
+    assert states(client) == mid
+    step(client, 490)
     text = status(client)
     assert "DIVERGED" not in text and "finished" in text, text
     assert states(client) == truth
