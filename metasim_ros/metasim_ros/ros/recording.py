@@ -240,7 +240,9 @@ class RecordingServices:
         replay = CoreReplay(states, h, int(request.from_step), int(stop), self._ended)
         start = replay.prepare(h, int(request.from_step))
         republish = (
-            _Republisher(self._node, folder / BAG, self._commands) if request.republish else None
+            _Republisher(self._node, folder / BAG, [*self._commands, *self._live_topics()])
+            if request.republish
+            else None
         )
         self._end_replay()
         with self._sim.locked() as h:
@@ -260,6 +262,12 @@ class RecordingServices:
             " (paused: ~/pause false plays it, ~/step steps it)" if self._sim.paused else ""
         )
         return response
+
+    def _live_topics(self) -> set[str]:
+        """What the node publishes itself (a running republisher's topics left out): a
+        replay publishes these from the replayed state, so they are not republished."""
+        mine = self._republish.topics if self._republish is not None else set()
+        return {p.topic_name for p in self._node.publishers} - mine
 
     def _ended(self, replay: CoreReplay) -> None:
         """The replay reached its last step or diverged (physics thread, under the lock)."""
@@ -328,14 +336,16 @@ class RecordingServices:
 
 
 class _Republisher:
-    """The recorded messages of an episode's bag, published again at their sim times."""
+    """The recorded messages of an episode's bag, published again at their sim times,
+    except those of the `skipped` topics."""
 
     def __init__(self, node: Node, bag: Path, skipped: list[str]) -> None:
         self._node = node
         self._reader = Reader(bag)
         self._reader.open()
-        skipped = set(skipped) | {"/clock"}
         self._connections = [c for c in self._reader.connections if c.topic not in skipped]
+        #: the topics it publishes
+        self.topics = {c.topic for c in self._connections}
         self._pubs = {}
         for c in self._connections:
             latched = any(
