@@ -23,6 +23,8 @@ from metasim_ros.core.recording.schemas import definition
 from metasim_ros.core.recording.session import Recording
 from subprocess_env import PKG, with_pythonpath
 
+#: A second scene (another model) for episodes that are not the default scene's.
+ARTICULATED = str(Path(__file__).parent / "core" / "scenes" / "articulated.xml")
 TOPIC = "/chatter"
 STRING = "std_msgs/msg/String"
 _STORE = get_typestore(Stores.LATEST)

@@ -17,8 +17,7 @@ import pytest
 from rosbags.rosbag2 import Reader
 
 from cli_support import run_module
-from conftest import ARTICULATED
-from episode_support import TOPIC, record_episode, record_killed
+from episode_support import ARTICULATED, TOPIC, record_episode, record_killed
 from metasim_ros.core import MujocoHandler
 from metasim_ros.core.recording.episode import JOURNAL, STATES, read_states
 from metasim_ros.core.snapshot import load_snapshot

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import resource
 import signal
-from pathlib import Path
 
 import pytest
 
@@ -27,7 +26,7 @@ from sensor_msgs.msg import Image  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
-from episode_support import record_episode, record_killed  # noqa: E402
+from episode_support import ARTICULATED, record_episode, record_killed  # noqa: E402
 from metasim_ros.core.recording.episode import JOURNAL, read_unfinished  # noqa: E402
 from metasim_ros.core.recording.offline import (  # noqa: E402
     episode_info,
@@ -35,8 +34,6 @@ from metasim_ros.core.recording.offline import (  # noqa: E402
     verify_episode,
 )
 from test_node_recording import NODE, ok, states, status, step  # noqa: E402
-
-ARTICULATED = str(Path(__file__).parents[1] / "core" / "scenes" / "articulated.xml")
 
 
 @pytest.fixture
