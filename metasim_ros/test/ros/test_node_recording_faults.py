@@ -7,7 +7,7 @@ closes; a file system that refuses writes mid-recording (RLIMIT_FSIZE set on the
 node: its writes fail with EFBIG where a full disk fails them with ENOSPC, on the same
 path) ends the recording with an error in ~/status while physics goes on; a message the
 bounded queue cannot take is dropped and counted; recorded topics are published again
-at their sim times."""
+at their sim times; an exported robomimic demo loads through ~/load_snapshot."""
 
 from __future__ import annotations
 
@@ -19,7 +19,9 @@ import pytest
 pytest.importorskip("control_msgs", reason="control_msgs interfaces not built")
 pytest.importorskip("rosbags", reason="rosbags is not installed")
 
-from metasim_msgs.srv import Replay, Seek, StartRecording, Step  # noqa: E402
+import h5py  # noqa: E402
+import mujoco  # noqa: E402
+from metasim_msgs.srv import LoadSnapshot, Replay, Seek, StartRecording, Step  # noqa: E402
 from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from rosbags.rosbag2 import Reader  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402
@@ -28,6 +30,7 @@ from std_srvs.srv import Trigger  # noqa: E402
 
 from episode_support import ARTICULATED, record_episode, record_killed  # noqa: E402
 from metasim_ros.core.recording.episode import JOURNAL, read_unfinished  # noqa: E402
+from metasim_ros.core.recording.export import export_robomimic  # noqa: E402
 from metasim_ros.core.recording.offline import (  # noqa: E402
     episode_info,
     recover,
@@ -217,3 +220,29 @@ def test_republish_sends_the_recorded_messages_at_their_sim_times(node, client):
     step(client, int(res.steps) - 250)
     client.spin_until(lambda: len(got) >= 5, 20.0, "every message")
     assert got == [f"message {k}" for k in range(5)]
+
+
+def test_an_exported_demo_loads_through_the_node(start_node, client, tmp_path):
+    """`metasim-snapshot export` output, loaded by the node's own ~/load_snapshot with
+    group:=demo_1: the joints take the demo's qpos (MuJoCo's addresses)."""
+    snap = tmp_path / "snap"
+    snap.mkdir()
+    record_episode(tmp_path / "a", steps=100, act=False)
+    record_episode(tmp_path / "b", steps=300)
+    export_robomimic([tmp_path / "a", tmp_path / "b"], snap / "demos.hdf5")
+    start_node({"paused": True, "snapshot_dir": str(snap)}).wait_serving(client)
+    request = LoadSnapshot.Request(path="demos.hdf5", group="demo_1", index=200)
+    res = ok(client.call(LoadSnapshot, f"{NODE}/load_snapshot", request))
+    assert res.strategy == "flattened", res.message
+    with h5py.File(snap / "demos.hdf5") as f:
+        row = f["data/demo_1/states"][200]
+        model = mujoco.MjModel.from_xml_string(f["data/demo_1"].attrs["model_file"])
+    got = {
+        j.name: j.position[0]
+        for m in states(client)[0].model_states
+        if m.name == "franka"
+        for j in m.joint_states
+    }
+    assert len(got) == 9  # 7 arm joints, 2 fingers
+    for name, value in got.items():
+        assert value == row[1 + model.jnt_qposadr[model.joint(name).id]], name
