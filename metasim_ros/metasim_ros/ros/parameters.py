@@ -296,6 +296,29 @@ class SimParameters:
         "read or written",
         resolve=_resolve_snapshot_dir,
     )
+    recordings_dir: str = _p(
+        "",
+        "directory that episode folders (~/start_recording, ~/replay) resolve in; empty = "
+        "$ROS_HOME/metasim_recordings (~/.ros/metasim_recordings); nothing outside it is "
+        "read or written",
+        resolve=_ros_home_dir("metasim_recordings"),
+    )
+    record_every: int = _p(
+        1,
+        "a recording keeps the exact state every this many physics steps (and at every "
+        "change: commands, set_states, goals, wrenches, loads)",
+        dynamic=True,
+        low=1,
+        high=1_000_000,
+    )
+    record_queue_bytes: int = _p(
+        256 * 1024 * 1024,
+        "bound of a recording's queue to its writer (bytes): when the disk falls behind, "
+        "rows and messages beyond it are dropped and counted (~/status), physics never waits",
+        dynamic=True,
+        low=1024 * 1024,
+        high=64 * 1024**3,
+    )
     snapshot_max_bytes: int = _p(
         1024**3,
         "largest snapshot file ~/load_snapshot opens (bytes, checked before opening)",

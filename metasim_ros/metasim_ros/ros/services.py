@@ -160,6 +160,8 @@ class SimServices:
         ):
             node.create_service(srv_type, name, cb, callback_group=group)
         self._replies = _Replies()
+        #: more health for ~/status: each gives (healthy, one line) or None
+        self.status_parts: list[Callable[[], tuple[bool, str] | None]] = []
 
     def _snapshot_path(self, name: str) -> Path:
         return resolve_inside(self._params.snapshot_dir, name)
@@ -272,6 +274,11 @@ class SimServices:
                 f"; longest /clock gap over the last {self._clock_gaps.window:g} s: "
                 f"{gap * 1e3:.1f} ms (clock_rate {self._params.clock_rate:g} Hz)"
             )
+        for part in self.status_parts:
+            found = part()
+            if found is not None:
+                response.success = response.success and found[0]
+                response.message += "; " + found[1]
         if not self._fast.alive:
             response.success = False
             response.message = "STOPPED: ~/get_states and ~/set_states are not served; " + (

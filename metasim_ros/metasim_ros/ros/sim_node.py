@@ -45,6 +45,7 @@ from metasim_ros.ros.fast_services import FastServices
 from metasim_ros.ros.joint_command import JointCommandSubscriber
 from metasim_ros.ros.log_limit import LogLimit
 from metasim_ros.ros.qos import SERVICE_QOS
+from metasim_ros.ros.recording import RecordingServices
 from metasim_ros.ros.rviz import RvizTopics
 from metasim_ros.ros.sensor_topics import SensorTopics
 from metasim_ros.ros.services import ServiceGroups, SimServices
@@ -57,9 +58,10 @@ from metasim_ros.ros.wrench_services import WrenchServices
 #: switch interval it then waits behind any busy callback thread for up to that long.
 SWITCH_INTERVAL = 2e-4
 #: Executor threads: every service group at its busiest (ServiceGroups.CONCURRENT), the
-#: command inputs (joint targets / commands, trajectory topic) and a running trajectory
-#: goal (it waits in its thread), so an input never waits for a free thread.
-EXECUTOR_THREADS = ServiceGroups.CONCURRENT + 3
+#: command inputs (joint targets / commands, trajectory topic), a running trajectory
+#: goal (it waits in its thread) and a recording's topic taps, so an input never waits
+#: for a free thread.
+EXECUTOR_THREADS = ServiceGroups.CONCURRENT + 4
 #: Middle-generation collections per full one once start-up is frozen (Python: 10).
 FULL_COLLECTION_EVERY = 100
 #: Seconds the DDS teardown at exit may take before the process ends without it.
@@ -161,6 +163,14 @@ class SimNode(Node):
         self.sim_interfaces = SimInterfaces(
             self, self.sim, p, self.sim_services.groups.writes, quit_soon(self.quit)
         )
+        self.recording = RecordingServices(
+            self,
+            self.sim,
+            p,
+            self.sim_services.groups.writes,
+            [p.joint_command_topic, "~/joint_targets", "~/joint_trajectory"],
+        )
+        self.sim_services.status_parts.append(self.recording.status)
         self.add_on_set_parameters_callback(self._check_parameters)
         self.add_post_set_parameters_callback(self._apply_parameters)
 
@@ -223,8 +233,10 @@ class SimNode(Node):
         )
 
     def shutdown(self) -> None:
-        """Stop the model builder (a request waiting for it ends at once), cameras, the
-        fast services and physics (in that order: they read the simulation)."""
+        """Stop the recording (flushed and closed), the model builder (a request waiting
+        for it ends at once), cameras, the fast services and physics (in that order: they
+        read the simulation)."""
+        self.recording.shutdown()
         self.builder.close()
         self.cameras.stop()
         self.fast_services.stop()

@@ -42,6 +42,16 @@ class Steppable(Protocol):
         """Sim time of one environment (a plain read)."""
 
 
+class StepObserver(Protocol):
+    """Takes the loop's steps in its place (a recording, a replay), under the lock."""
+
+    def advance(self, handler, n: int) -> None:
+        """Advance every environment by ``n`` steps (``handler.step``, in runs of its own)."""
+
+    def room(self) -> int | None:
+        """Most steps the next batch may take (>= 1), None for any."""
+
+
 @dataclass
 class _StepRequest:
     """A `step_now` request the physics thread works through, one slice at a time."""
@@ -110,6 +120,8 @@ class PhysicsLoop:
         self._samples: deque[tuple[float, int]] = deque(maxlen=int(4 / self.SAMPLE_PERIOD))
         self._next_sample = 0.0
         self._batch = self.MAX_BATCH  # steps of the next batch (_fit_batch)
+        #: takes the steps instead of handler.step while set (set and cleared under the lock)
+        self.observer: StepObserver | None = None
 
     # -- configuration -------------------------------------------------------------
     @property
@@ -214,11 +226,21 @@ class PhysicsLoop:
     def _advance(self, n: int) -> dict[int, str]:
         """n steps of every env, counted, with the divergences they ended in and the new
         sim time recorded; the caller holds the lock."""
-        self.handler.step(n=n)
+        observer = self.observer
+        if observer is None:
+            self.handler.step(n=n)
+        else:
+            observer.advance(self.handler, n)
         self._steps += n
         events = self.handler.divergence()
         self._time = self.handler.sim_time(0)
         return events
+
+    def _room(self, n: int) -> int:
+        """n, or fewer when the observer must stop earlier (a replay's last step)."""
+        observer = self.observer
+        room = None if observer is None else observer.room()
+        return n if room is None else max(1, min(n, room))
 
     def _step_slice(self, request: _StepRequest) -> None:
         """Take the next slice of a step request, or mark it finished."""
@@ -230,6 +252,7 @@ class PhysicsLoop:
         k = min(request.size, request.n - request.done)
         self._no_waiters.wait()  # announced callers go first, as between batches
         with self._lock:
+            k = self._room(k)
             t0 = time.perf_counter()
             events = self._advance(k)
             took = time.perf_counter() - t0
@@ -335,6 +358,7 @@ class PhysicsLoop:
                 with self._lock:
                     if self._stop.is_set() or not self._running.is_set():
                         continue
+                    n = self._room(n)
                     t0 = time.perf_counter()
                     events = self._advance(n)
                     self._fit_batch(n, time.perf_counter() - t0)

@@ -53,11 +53,20 @@ MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
 
 def encode(layout: ControlLayout, states: list[ControlState]) -> tuple[np.ndarray, np.ndarray]:
     """The `control` and `control_rows` datasets of one env for `states` (one per row)."""
+    return pack([document(layout, state) for state in states])
+
+
+def document(layout: ControlLayout, state: ControlState) -> bytes:
+    """One state's control document, as the file stores it (UTF-8 JSON)."""
+    return json.dumps(_document(layout, state), separators=(",", ":")).encode()
+
+
+def pack(docs: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    """The `control` and `control_rows` datasets of one env for its rows' documents."""
     blobs: list[bytes] = []
-    rows = np.empty((len(states), 2), dtype=np.int64)
+    rows = np.empty((len(docs), 2), dtype=np.int64)
     offset, last = 0, None
-    for k, state in enumerate(states):
-        doc = json.dumps(_document(layout, state), separators=(",", ":")).encode()
+    for k, doc in enumerate(docs):
         if doc != last:
             blobs.append(doc)
             start, offset, last = offset, offset + len(doc), doc

@@ -45,7 +45,7 @@ import json
 import os
 import threading
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import h5py
@@ -292,23 +292,48 @@ def _single_image(handler: Simulation, capture: SaveCapture) -> bytes:
                     h5py.h5d.open(fid, f"envs/env_{e}/{name}".encode()).write(
                         h5py.h5s.ALL, h5py.h5s.ALL, data
                     )
-        return _finish(fid, capture)
+        return _finish(fid, capture.spawned)
     finally:
         fid.close()
 
 
 def _trajectory_image(handler: Simulation, capture: SaveCapture, steps: int) -> bytes:
+    """T states per env in chunked, compressed datasets."""
+    arrays = {e: _captured_arrays(handler, capture, e) for e in capture.rows}
+    return _arrays_image(handler, arrays, capture.spawned, steps)
+
+
+def write_trajectory(
+    handler: Simulation,
+    path: str | os.PathLike[str],
+    arrays: dict[int, dict[str, np.ndarray]],
+    spawned: dict[str, Attach],
+    extra: Callable[[h5py.File], None] | None = None,
+) -> None:
+    """Write the own format atomically from per-env datasets already laid out as the file
+    holds them (``_DATASETS`` but ``body``, which is computed here from the integration
+    states); ``extra`` adds groups of the caller's own before the file is finished."""
+    steps = len(next(iter(arrays.values()))["integration_state"])
+    write_atomic(path, _arrays_image(handler, arrays, spawned, steps, extra))
+
+
+def _arrays_image(
+    handler: Simulation,
+    arrays: dict[int, dict[str, np.ndarray]],
+    spawned: dict[str, Attach],
+    steps: int,
+    extra: Callable[[h5py.File], None] | None = None,
+) -> bytes:
     """T states per env in chunked, compressed datasets. Chunks are compressed by a thread pool
     (zlib runs without the GIL), the captured rows while the body rows are computed."""
     model = handler.model
     with concurrent.futures.ThreadPoolExecutor(_COMPRESS_THREADS) as pool:
-        arrays = {e: _captured_arrays(handler, capture, e) for e in capture.rows}
         chunks = {
             e: {n: None if n in _WHOLE else _compress(pool, a) for n, a in d.items()}
             for e, d in arrays.items()
         }
         for e, d in arrays.items():
-            d["body"] = trajectory_body_rows(model, capture.rows[e])
+            d["body"] = trajectory_body_rows(model, d["integration_state"])
             chunks[e]["body"] = _compress(pool, d["body"])
         template = _template(handler, None)
         raw = sum(a.nbytes for d in arrays.values() for a in d.values())
@@ -323,7 +348,9 @@ def _trajectory_image(handler: Simulation, capture: SaveCapture, steps: int) -> 
                 for name in _DATASETS:
                     if name in d:
                         _create(eg, name, d[name], chunks[e][name])
-            return _finish(fid, capture)
+            if extra is not None:
+                extra(f)
+            return _finish(fid, spawned)
         finally:
             fid.close()
 
@@ -333,10 +360,10 @@ def _stamp(fid: h5py.h5f.FileID) -> None:
     h5py.h5a.open(fid, b"created").write(np.array(_now()))
 
 
-def _finish(fid: h5py.h5f.FileID, capture: SaveCapture) -> bytes:
+def _finish(fid: h5py.h5f.FileID, spawned: dict[str, Attach]) -> bytes:
     """Add the spawned entities, flush, and return the file's bytes."""
-    if capture.spawned:
-        write_spawned(h5py.File(fid), capture.spawned)
+    if spawned:
+        write_spawned(h5py.File(fid), spawned)
     h5py.h5f.flush(fid)
     return fid.get_file_image()
 
