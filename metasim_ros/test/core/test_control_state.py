@@ -232,6 +232,28 @@ def test_the_original_run_of_a_restored_trajectory_reports_success():
     assert run.error_code == SUCCESSFUL, run.error_string
 
 
+def test_a_capture_restored_into_another_env_runs_there_as_its_own_run():
+    """Env 0's capture taken mid-goal, restored into env 1: env 1 continues the same
+    trajectory bit for bit, as a run of its own, so nothing env 1 does (stopped here)
+    ends the run env 0 executes and an action server watches. Envs stay independent, as
+    stepping them on separate threads needs."""
+    h = MujocoHandler(num_envs=2, physics_threads=2)
+    home = h.model.key("home").qpos[:7]
+    (run,), _ = h.start_trajectory(
+        "franka", TrajectoryGoal(ARM, Waypoints(np.array([0.5]), (home + 0.1)[None])), [0]
+    )
+    h.step(n=50)
+    h.restore(1, h.capture(0))
+    h.step(n=30)
+    assert mj_state(h, 1) == mj_state(h, 0)
+    h.stop_trajectory("franka", 9, "env 1 stopped", [1])
+    assert run.active, run.error_string
+    for _ in range(100):
+        h.step(n=10)
+    assert run.error_code == SUCCESSFUL, run.error_string
+    h.close()
+
+
 def test_a_rolled_back_restore_does_not_end_the_running_goal(tmp_path):
     """A load that is refused (here: a file of a moved scene, rolled back) leaves the goal
     that runs untouched; a load that replaces it ends it, saying why."""

@@ -105,10 +105,11 @@ class TrajectoryRun:
             self.error_code = code
             self.done.set()
 
-    def again(self) -> TrajectoryRun:
-        """A new, running run of the same goal: a restored state continues a run that has
-        ended since it was captured (nobody watches the new one)."""
-        return TrajectoryRun(self.robot, self.goal, self.env)
+    def again(self, env: int) -> TrajectoryRun:
+        """A new, running run of the same goal in env `env`: a restored state continues a
+        run that has ended since it was captured, or another env's (nobody watches the
+        new one)."""
+        return TrajectoryRun(self.robot, self.goal, env)
 
 
 @dataclass

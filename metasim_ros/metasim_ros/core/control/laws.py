@@ -114,10 +114,14 @@ class _Plan:
     inv_damping: np.ndarray  # diag(1 / damping)
     unit: np.ndarray
     z: np.ndarray
+    f: np.ndarray  # [1, nv] forces at the current state (stable PD)
+    y: np.ndarray  # [1, nv] M^-1 f
 
 
 class Laws:
-    """The per-step laws of one model's robot joints, run on an env's control state."""
+    """The per-step laws of one model's robot joints, run on an env's control state.
+    Envs share nothing here but read-only index arrays: each env's plan holds its own
+    buffers, so envs may be stepped on different threads."""
 
     def __init__(self, model: mujoco.MjModel, layout: ControlLayout) -> None:
         self._model = model
@@ -133,8 +137,8 @@ class Laws:
         self._motor_dof = layout.dadr[i]
         self._motor_scale = layout.motor_scale[i]
         self._driven = bool(len(self._motor_act) > 0 or balls.names)
-        self._f = np.empty((1, model.nv))
-        self._y = np.empty((1, model.nv))
+        #: per env, with its own buffers: envs step side by side on threads (a buffer
+        #: shared between envs would mix their forces)
         self._plans: dict[int, _Plan] = {}
 
     def split(self, state: ControlState) -> bool:
@@ -207,6 +211,8 @@ class Laws:
             inv_damping=np.diag(1.0 / (kd[damped] * self.dt)),
             unit=np.eye(self._model.nv)[sel],
             z=np.empty((sel.size, self._model.nv)),
+            f=np.empty((1, self._model.nv)),
+            y=np.empty((1, self._model.nv)),
         )
 
     def _ball_errors(
@@ -227,14 +233,14 @@ class Laws:
         """Subtract kd*dt*qacc from the PD forces (in place), qacc solved with the mass
         matrix and the damping at the next step (see the module docstring)."""
         m = self._model
-        f = self._f
+        f = p.f
         np.subtract(data.qfrc_passive, data.qfrc_bias, out=f[0])
         f[0] += data.qfrc_applied
         f[0, p.dofs] += force
         sel = p.sel
         if sel.size == 0:
             return
-        y, z = self._y, p.z  # z rows: M^-1 e_s
+        y, z = p.y, p.z  # z rows: M^-1 e_s
         mujoco.mj_solveM(m, data, y, f)
         mujoco.mj_solveM(m, data, z, p.unit)
         # Woodbury: (M + P D P^T)^-1 f = y - Z^T (D^-1 + P^T M^-1 P)^-1 P^T y

@@ -177,16 +177,17 @@ class Controls:
 
     def restore(self, env: int, state: ControlState) -> None:
         """Put a captured control state back (ctrl is in MjData's integration state and
-        is not rewritten). A run that ended after the capture continues as a new run; a
-        run the restore takes out of the env ends (INVALID_GOAL) — inside a transaction
-        only once it commits, so a rolled-back restore ends nothing."""
+        is not rewritten). A run that ended after the capture, or another env's, continues
+        as a new run of this env (envs share no run: what one env does never ends
+        another's); a run the restore takes out of the env ends (INVALID_GOAL) — inside a
+        transaction only once it commits, so a rolled-back restore ends nothing."""
         self._check_shape(state)
         new = state.copy()
         old = self.envs[env].trajectories
         if old or new.trajectories:
             for prog in new.trajectories.values():
-                if not prog.ended and not prog.run.active:
-                    prog.run = prog.run.again()
+                if not prog.ended and (not prog.run.active or prog.run.env != env):
+                    prog.run = prog.run.again(env)
                 prog.place = None
             kept = {id(p.run) for p in new.trajectories.values()}
             self._displaced.extend(p.run for p in old.values() if id(p.run) not in kept)

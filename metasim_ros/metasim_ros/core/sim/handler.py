@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
+from functools import partial
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -44,6 +45,7 @@ from metasim_ros.core.scene.entities import check_name_form, check_pose
 from metasim_ros.core.scene.loading import ModelInfo
 from metasim_ros.core.scene.names import NameTable, element_names
 from metasim_ros.core.sensors import SensorReadings, SensorTable
+from metasim_ros.core.sim.pool import StepPool, chunks
 from metasim_ros.core.state.forces import ContactReadings, link_wrenches, read_contacts
 from metasim_ros.core.state.joints import JointReader, JointReading
 from metasim_ros.core.state.reader import StateReader
@@ -181,6 +183,7 @@ class MujocoHandler:
         fast_render: bool = True,
         derived_tolerance: float = 1e-6,
         builder: Builder | None = None,
+        physics_threads: int = 1,
     ) -> None:
         """scene: MJCF/URDF path, MJCF text, or None for the embedded default scene.
 
@@ -190,10 +193,18 @@ class MujocoHandler:
         for every camera (default: the camera's `resolution`, else the offscreen size).
         fast_render: no shadows/MSAA. derived_tolerance: how far a read-only value given
         to set_states may be from the value the joints produce. builder: what builds the
-        models of edits (default: a SceneBuilder in this process).
+        models of edits (default: a SceneBuilder in this process). physics_threads: threads
+        that step the envs side by side (at most one per env; 1 = in the caller only; see
+        core.sim.pool.plan_threads for a count that fits the machine).
         """
         if num_envs < 1:
             raise SceneError(f"num_envs must be >= 1, got {num_envs}")
+        if physics_threads < 1:
+            raise ValueError(f"physics_threads must be >= 1, got {physics_threads}")
+        threads = min(physics_threads, num_envs)
+        #: the envs each thread steps (the caller the first chunk), and the other threads
+        self._chunks = chunks(num_envs, threads)
+        self._pool = StepPool(threads) if threads > 1 else None
         loaded = scene_mod.load_scene(scene)
         self.scene_path: str | None = loaded.path
         self._builder: Builder = builder or SceneBuilder()
@@ -545,6 +556,11 @@ class MujocoHandler:
                 self._stale[e] = False
 
     @property
+    def physics_threads(self) -> int:
+        """Threads that step the envs (the caller's included): 1 = sequential."""
+        return len(self._chunks)
+
+    @property
     def num_envs(self) -> int:
         """Number of environments: independent MjData sharing the one model."""
         return len(self._datas)
@@ -697,8 +713,17 @@ class MujocoHandler:
         if actions is not None:
             for plan in self._plans(actions, None, "actions", action=True):
                 self._writer.apply_targets(plan)
-        for e, d in enumerate(self._datas):
-            self._step_env(e, d, n)
+        if self._pool is None:
+            for e, d in enumerate(self._datas):
+                self._step_env(e, d, n)
+        else:  # every env's operations are its own: the same in any thread, in any order
+            self._pool.run([partial(self._step_envs, envs, n) for envs in self._chunks])
+
+    def _step_envs(self, envs: range, n: int) -> None:
+        """n steps of a chunk of envs, in one thread."""
+        datas = self._datas
+        for e in envs:
+            self._step_env(e, datas[e], n)
 
     def _step_env(self, e: int, d: mujoco.MjData, n: int) -> None:
         """n physics steps of env e: controller updates fall between physics steps, on
@@ -871,7 +896,11 @@ class MujocoHandler:
         self._stale[env_id] = stale
 
     def close(self) -> None:
-        """Release the GL context (if any camera was rendered)."""
+        """End the stepping threads (it steps in the caller from then on); release the GL
+        context (if any camera was rendered)."""
+        if self._pool is not None:
+            self._pool.close()
+            self._pool, self._chunks = None, [range(self.num_envs)]
         if self._renderer is not None:
             self._renderer.close()
             self._renderer = None
