@@ -248,6 +248,14 @@ class SimParameters:
         low=1,
         high=1024,
     )
+    physics_threads: int = _p(
+        0,
+        "threads that step the environments side by side (MuJoCo releases the GIL while "
+        "it steps); 0 = one per usable core; more than the usable cores or num_envs is "
+        "clamped, with a warning at start",
+        low=0,
+        high=1024,
+    )
     robots: list[str] = _p([], "model names to treat as robots; empty = every model with actuators")
     paused: bool = _p(
         False,

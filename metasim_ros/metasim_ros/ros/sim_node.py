@@ -36,6 +36,7 @@ from metasim_ros.core.memory import tune_malloc
 from metasim_ros.core.scene.worker import WorkerBuilder
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.sim.handler import MujocoHandler
+from metasim_ros.core.sim.pool import plan_threads, usable_cores
 from metasim_ros.core.text import log_block
 from metasim_ros.ros import parameters
 from metasim_ros.ros.camera_streamer import CameraStreamer
@@ -91,6 +92,9 @@ class SimNode(Node):
         #: builds model edits and worlds in a worker process (core/scene/worker.py), started
         #: by the first one (its start-up, importing MuJoCo, costs a core for a moment)
         self.builder = WorkerBuilder(parameters.model_limits(p), mujoco_warning)
+        threads, clamped = plan_threads(p.physics_threads, p.num_envs, usable_cores())
+        if clamped:
+            log.warning(clamped)
         handler = MujocoHandler(
             p.scene or None,
             num_envs=p.num_envs,
@@ -102,6 +106,7 @@ class SimNode(Node):
             camera_size=(p.camera_width, p.camera_height),
             fast_render=p.render_quality == "fast",
             builder=self.builder,
+            physics_threads=threads,
         )
         Path(p.snapshot_dir).mkdir(parents=True, exist_ok=True)
         self._housekeeping(p.snapshot_dir)
@@ -223,7 +228,8 @@ class SimNode(Node):
             "paused" if self.sim.paused else f"real-time factor {self.sim.loop.real_time_factor:g}"
         )
         self.get_logger().info(
-            f"simulating {scene} ({models}), {h.num_envs} env(s), {state}; publishing "
+            f"simulating {scene} ({models}), {h.num_envs} env(s) on {h.physics_threads} "
+            f"physics thread(s), {state}; publishing "
             f"/clock, {self.resolve_topic_name('joint_states')}, "
             f"{self.resolve_topic_name('~/world_state')}, /tf, "
             f"{self.resolve_topic_name('~/scene_markers')}, cameras under "
