@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
-from functools import partial
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol
 
 import mujoco

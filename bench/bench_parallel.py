@@ -1,0 +1,308 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
+"""Envs stepped side by side (`physics_threads`), measured in one run.
+
+The yardstick is the machine: total env-steps/s divided by (usable cores x the raw
+single-thread mj_step rate of the default scene), the raw rate measured alternately with
+each configuration so both see the same load from other processes (target >= 0.85 for
+2, 8 and 64 envs). Besides steps per wall second, steps per CPU second of the process
+against raw mj_step's: what stepping itself costs, apart from the machine's load.
+
+In process (no ROS): the physics loop (core.sim.physics_loop, as the node runs it, rtf 0)
+for 1, 2, 8, 64 envs on 1 ... cores threads: the scaling curve; the same with a control
+law running before every step (servos in velocity mode: Python between the mj_steps,
+where the GIL is held); the per-batch cost at 1 and 2 envs and the pool's hand-over.
+Through sim_node: 2, 8, 64 envs on 1 ... cores threads at rtf 0, with /clock gaps (seen
+by a subscriber, and the node's own longest gap from ~/status) and ~/status answering
+meanwhile.
+
+Run: python bench/bench_parallel.py [--core-only | --node-only]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import sys
+import threading
+import time
+from functools import partial
+from pathlib import Path
+
+import mujoco
+
+PACKAGE = Path(__file__).resolve().parents[1] / "metasim_ros"
+sys.path.insert(0, str(PACKAGE))
+# the nodes started below run this tree's package too
+os.environ["PYTHONPATH"] = os.pathsep.join([str(PACKAGE), os.environ.get("PYTHONPATH", "")])
+
+from metasim_ros.core import MujocoHandler  # noqa: E402
+from metasim_ros.core.control.commands import JointCommand  # noqa: E402
+from metasim_ros.core.sim.physics_loop import PhysicsLoop  # noqa: E402
+from metasim_ros.core.sim.pool import StepPool, usable_cores  # noqa: E402
+from metasim_ros.scenes import default_scene_path  # noqa: E402
+
+ENVS = (1, 2, 8, 64)
+NODE_ENVS = (2, 8, 64)
+ROUNDS = 6
+RAW_SECONDS = 0.4
+LOOP_SECONDS = 1.0
+#: the node sets it (sim_node.SWITCH_INTERVAL); the in-process loop runs with the same
+SWITCH_INTERVAL = 2e-4
+
+
+def raw_rate(seconds: float, threads: int = 1) -> tuple[float, float]:
+    """Raw mj_step of the default scene, each thread stepping an MjData of its own in runs
+    of 20 steps (the loop's batches): (steps per wall second, steps per CPU second)."""
+    m = mujoco.MjModel.from_xml_path(default_scene_path())
+    counts = [0] * threads
+    t0 = time.perf_counter()
+
+    def run(i: int) -> None:
+        d = mujoco.MjData(m)
+        mujoco.mj_resetDataKeyframe(m, d, 0)
+        while time.perf_counter() - t0 < seconds:
+            mujoco.mj_step(m, d, nstep=20)
+            counts[i] += 20
+
+    others = [threading.Thread(target=run, args=(i,)) for i in range(1, threads)]
+    c0 = time.process_time()
+    for t in others:
+        t.start()
+    run(0)
+    for t in others:
+        t.join()
+    n = sum(counts)
+    return n / (time.perf_counter() - t0), n / (time.process_time() - c0)
+
+
+class Rates:
+    """Per round: env-steps/s, and its ratios to the machine (see `scaling`)."""
+
+    def __init__(self) -> None:
+        self.rates: list[float] = []
+        self.ratios: list[float] = []
+        self.capacity: list[float] = []
+        self.per_cpu: list[float] = []
+
+    def row(self, envs: int, threads: int) -> str:
+        med = statistics.median
+        return (
+            f"  {envs:4d} {threads:7d} {med(self.rates):13,.0f} {med(self.ratios):7.2f} "
+            f"{max(self.ratios):6.2f} {med(self.capacity):10.2f} {med(self.per_cpu):11.2f}"
+        )
+
+
+def loop_rates(envs: int, threads: int, law: bool) -> Rates:
+    """The physics loop at rtf 0 for ROUNDS windows of LOOP_SECONDS; before each, the
+    loop paused, raw mj_step on one thread and on every core (so both see the same load
+    from other processes)."""
+    cores, out = usable_cores(), Rates()
+    h = MujocoHandler(num_envs=envs, physics_threads=threads)
+    if law:  # the servo's target advances before every step (core.control.laws)
+        h.command({"panda_joint1": JointCommand(velocity=0.1)})
+    loop = PhysicsLoop(h, 0.0)
+    loop.start()
+    try:
+        for _ in range(ROUNDS):
+            loop.pause(True)
+            raw, raw_cpu = raw_rate(RAW_SECONDS)
+            raw_all, _ = raw_rate(RAW_SECONDS, cores)
+            loop.pause(False)
+            time.sleep(0.1)
+            s0, t0, c0 = loop.last_sim_time, time.perf_counter(), time.process_time()
+            time.sleep(LOOP_SECONDS)
+            steps = (loop.last_sim_time - s0) / h.timestep * envs
+            rate = steps / (time.perf_counter() - t0)
+            out.rates.append(rate)
+            out.ratios.append(rate / (cores * raw))
+            out.capacity.append(rate / raw_all)
+            out.per_cpu.append(steps / (time.process_time() - c0) / raw_cpu)
+    finally:
+        loop.stop()
+        h.close()
+    return out
+
+
+def scaling(law: bool, envs_list: tuple[int, ...]) -> None:
+    cores = usable_cores()
+    what = "a law before every step (servos in velocity mode)" if law else "plain mj_step"
+    print(
+        f"physics loop in process, rtf 0, default scene, {what}: {ROUNDS} windows of "
+        f"{LOOP_SECONDS:g} s, each after raw mj_step on 1 and on {cores} threads (the loop "
+        f"paused). ratio = env-steps/s / ({cores} cores x raw single-thread rate), median "
+        f"and best window; vs raw {cores} = / raw mj_step on {cores} free-running threads "
+        "(what the machine gave at that moment); per CPU s = env-steps per CPU second of "
+        "this process / raw mj_step's (what stepping costs, whatever the load):"
+    )
+    print(f"  envs threads   env-steps/s   ratio   best   vs raw {cores}   per CPU s")
+    for envs in envs_list:
+        for threads in range(1, min(cores, envs) + 1):
+            print(loop_rates(envs, threads, law).row(envs, threads))
+
+
+def _per_call(fn, seconds: float) -> float:
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        fn()
+        n += 1
+    return (time.perf_counter() - t0) / n
+
+
+def overhead(rounds: int = 8, seconds: float = 0.3) -> None:
+    """One batch of 20 steps at 1 and 2 envs, on one thread and on two, against raw
+    mj_step(nstep=20) of one MjData; and the pool's hand-over alone (empty jobs). The
+    variants alternate `rounds` times (medians), so all see the same load."""
+    m = mujoco.MjModel.from_xml_path(default_scene_path())
+    d = mujoco.MjData(m)
+    mujoco.mj_resetDataKeyframe(m, d, 0)
+    handlers = {
+        v: MujocoHandler(num_envs=v[0], physics_threads=v[1]) for v in ((1, 1), (2, 1), (2, 2))
+    }
+    pool = StepPool(2)
+    empty = [lambda: None, lambda: None]
+    variants = {"raw": partial(mujoco.mj_step, m, d, nstep=20), "pool": partial(pool.run, empty)}
+    variants.update({v: partial(h.step, n=20) for v, h in handlers.items()})
+    times: dict = {v: [] for v in variants}
+    for _ in range(rounds):
+        for v, fn in variants.items():
+            times[v].append(_per_call(fn, seconds))
+    pool.close()
+    for h in handlers.values():
+        h.close()
+    t = {v: statistics.median(x) for v, x in times.items()}
+    print(f"one batch of 20 steps ({rounds} alternating rounds, medians):")
+    print(f"  raw mj_step(nstep=20), one MjData: {t['raw'] * 1e6:7.0f} us")
+    for envs, threads in handlers:
+        per = t[(envs, threads)]
+        print(
+            f"  handler.step(n=20), {envs} env(s) on {threads} thread(s): {per * 1e6:7.0f} us "
+            f"= {per / (envs * t['raw']):.2f} x raw per env-step"
+        )
+    print(f"  the pool's hand-over alone (2 threads, empty jobs): {t['pool'] * 1e6:.0f} us")
+
+
+# -- through sim_node ---------------------------------------------------------------
+NODE_ROUNDS = 4
+NODE_SECONDS = 2.0
+STATUS_EVERY = 0.05  # s between two ~/status calls while physics runs
+
+
+def node_window(probe, status, arrivals: list[float], timestep: float, envs: int) -> tuple:
+    """One window of NODE_SECONDS with ~/status called every STATUS_EVERY: (env-steps/s,
+    longest gap between two /clock arrivals, ~/status round trips)."""
+    import rclpy
+    from std_srvs.srv import Trigger
+
+    arrivals.clear()
+    latencies: list[float] = []
+    c0, t0 = probe.clock, time.monotonic()
+    next_call, pending, sent = t0, None, t0
+    while time.monotonic() - t0 < NODE_SECONDS:
+        now = time.monotonic()
+        if pending is None and now >= next_call:
+            pending, sent, next_call = status.call_async(Trigger.Request()), now, now + STATUS_EVERY
+        rclpy.spin_once(probe.node, timeout_sec=0.002)
+        if pending is not None and pending.done():
+            latencies.append(time.monotonic() - sent)
+            pending = None
+    rate = (probe.clock - c0) / timestep / (time.monotonic() - t0) * envs
+    if pending is not None:
+        probe.call(status, Trigger.Request())  # collect it before the next window
+    gaps = [b - a for a, b in zip(arrivals, arrivals[1:])]
+    return rate, max(gaps, default=float("nan")), latencies
+
+
+def node_config(probe, arrivals: list[float], envs: int, threads: int) -> str:
+    """One node (rtf 0, `envs` envs on `threads` threads): NODE_ROUNDS windows, each after
+    raw mj_step measured with the node paused; the table row."""
+    from bench_node import start_node, stop_node
+    from std_srvs.srv import SetBool, Trigger
+
+    cores, out = usable_cores(), Rates()
+    timestep = mujoco.MjModel.from_xml_path(default_scene_path()).opt.timestep
+    node = start_node(real_time_factor=0.0, num_envs=envs, physics_threads=threads)
+    pause = probe.node.create_client(SetBool, "/sim_node/pause")
+    status = probe.node.create_client(Trigger, "/sim_node/status")
+    try:
+        probe.wait_service(pause)
+        probe.wait_service(status)
+        gaps, latencies = [], []
+        for _ in range(NODE_ROUNDS):
+            probe.call(pause, SetBool.Request(data=True))
+            raw, _ = raw_rate(RAW_SECONDS)
+            raw_all, _ = raw_rate(RAW_SECONDS, cores)
+            probe.call(pause, SetBool.Request(data=False))
+            probe.spin_for(0.2)
+            rate, gap, lat = node_window(probe, status, arrivals, timestep, envs)
+            out.rates.append(rate)
+            out.ratios.append(rate / (cores * raw))
+            out.capacity.append(rate / raw_all)
+            out.per_cpu.append(float("nan"))
+            gaps.append(gap)
+            latencies += lat
+        text = probe.call(status, Trigger.Request()).message
+    finally:
+        probe.node.destroy_client(pause)
+        probe.node.destroy_client(status)
+        stop_node(node)
+    found = re.search(r"longest /clock gap over the last [0-9.]+ s: ([0-9.]+) ms", text)
+    return (
+        out.row(envs, threads).rsplit(maxsplit=1)[0]
+        + f" {max(gaps) * 1e3:9.1f} ms {found.group(1) if found else '?':>7} ms "
+        f"{statistics.median(latencies) * 1e3:6.1f} / {max(latencies) * 1e3:.1f} ms "
+        f"({len(latencies)} calls)"
+    )
+
+
+def node_scaling() -> None:
+    import rclpy
+    from bench_node import Probe
+    from rosgraph_msgs.msg import Clock
+
+    cores = usable_cores()
+    rclpy.init()
+    try:
+        probe = Probe()
+        arrivals: list[float] = []
+        probe.node.create_subscription(
+            Clock, "/clock", lambda _m: arrivals.append(time.monotonic()), 10
+        )
+        print(
+            f"sim_node, rtf 0, default scene: {NODE_ROUNDS} windows of {NODE_SECONDS:g} s, "
+            f"each after raw mj_step (the node paused); ratio as above; /clock gap = the "
+            "longest between two arrivals here in any window, node's = the longest between "
+            "two publishes over the last 10 s (~/status); ~/status called every "
+            f"{STATUS_EVERY * 1e3:.0f} ms while physics runs (round trip p50 / max):"
+        )
+        print(
+            f"  envs threads   env-steps/s   ratio   best   vs raw {cores}   /clock gap   "
+            "node's   ~/status"
+        )
+        for envs in NODE_ENVS:
+            for threads in range(1, cores + 1):
+                print(node_config(probe, arrivals, envs, threads))
+    finally:
+        rclpy.try_shutdown()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--core-only", action="store_true")
+    parser.add_argument("--node-only", action="store_true")
+    args = parser.parse_args()
+    sys.setswitchinterval(SWITCH_INTERVAL)
+    print(f"usable cores: {usable_cores()}; load average {os.getloadavg()[0]:.2f}")
+    if not args.node_only:
+        overhead()
+        scaling(law=False, envs_list=ENVS)
+        scaling(law=True, envs_list=(8,))
+    if not args.core_only:
+        node_scaling()
+    print(f"load average at the end: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
