@@ -9,7 +9,6 @@ import numbers
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import partial
 from typing import Any, Protocol
 
 import mujoco
@@ -45,7 +44,7 @@ from metasim_ros.core.scene.entities import check_name_form, check_pose
 from metasim_ros.core.scene.loading import ModelInfo
 from metasim_ros.core.scene.names import NameTable, element_names
 from metasim_ros.core.sensors import SensorReadings, SensorTable
-from metasim_ros.core.sim.pool import StepPool, chunks
+from metasim_ros.core.sim.pool import StepPool
 from metasim_ros.core.state.forces import ContactReadings, link_wrenches, read_contacts
 from metasim_ros.core.state.joints import JointReader, JointReading
 from metasim_ros.core.state.reader import StateReader
@@ -202,8 +201,7 @@ class MujocoHandler:
         if physics_threads < 1:
             raise ValueError(f"physics_threads must be >= 1, got {physics_threads}")
         threads = min(physics_threads, num_envs)
-        #: the envs each thread steps (the caller the first chunk), and the other threads
-        self._chunks = chunks(num_envs, threads)
+        #: the threads that step the envs besides the caller (None: the caller alone)
         self._pool = StepPool(threads) if threads > 1 else None
         loaded = scene_mod.load_scene(scene)
         self.scene_path: str | None = loaded.path
@@ -558,7 +556,7 @@ class MujocoHandler:
     @property
     def physics_threads(self) -> int:
         """Threads that step the envs (the caller's included): 1 = sequential."""
-        return len(self._chunks)
+        return 1 if self._pool is None else self._pool.threads
 
     @property
     def num_envs(self) -> int:
@@ -717,13 +715,8 @@ class MujocoHandler:
             for e, d in enumerate(self._datas):
                 self._step_env(e, d, n)
         else:  # every env's operations are its own: the same in any thread, in any order
-            self._pool.run([partial(self._step_envs, envs, n) for envs in self._chunks])
-
-    def _step_envs(self, envs: range, n: int) -> None:
-        """n steps of a chunk of envs, in one thread."""
-        datas = self._datas
-        for e in envs:
-            self._step_env(e, datas[e], n)
+            datas = self._datas
+            self._pool.for_each(len(datas), lambda e: self._step_env(e, datas[e], n))
 
     def _step_env(self, e: int, d: mujoco.MjData, n: int) -> None:
         """n physics steps of env e: controller updates fall between physics steps, on
@@ -900,7 +893,7 @@ class MujocoHandler:
         context (if any camera was rendered)."""
         if self._pool is not None:
             self._pool.close()
-            self._pool, self._chunks = None, [range(self.num_envs)]
+            self._pool = None
         if self._renderer is not None:
             self._renderer.close()
             self._renderer = None

@@ -7,7 +7,10 @@ different cores; the Python between two mj_steps (control laws, trajectory updat
 still takes the GIL in turns. One batch is one job per thread: the caller runs the first
 itself and hands the others to persistent threads through plain locks, the cheapest
 hand-over Python has (no task objects, no queue), because a thread's wake-up is the cost
-every batch pays: one task per env per batch would pay it per env.
+every batch pays: one task per env per batch would pay it per env. Within the batch the
+threads take the envs a few at a time (`for_each`): on a machine shared with other
+processes a thread is often not scheduled for milliseconds, and fixed chunks would make
+every batch wait for the slowest thread's whole chunk.
 
 The threads hold no reference to the pool: a pool dropped without `close` ends them
 when it is collected (weakref.finalize), so a handler never leaks threads.
@@ -48,17 +51,6 @@ def plan_threads(requested: int, num_envs: int, cores: int) -> tuple[int, str | 
         f"physics_threads {requested} is more than the {' and the '.join(limits)}: "
         f"stepping on {threads} thread(s)"
     )
-
-
-def chunks(count: int, parts: int) -> list[range]:
-    """`count` items in `parts` consecutive ranges whose sizes differ by one at most."""
-    size, extra = divmod(count, parts)
-    out, start = [], 0
-    for p in range(parts):
-        stop = start + size + (p < extra)
-        out.append(range(start, stop))
-        start = stop
-    return out
 
 
 class _Worker:
@@ -130,6 +122,34 @@ class StepPool:
                 first, w.error = first or w.error, None
         if first is not None:
             raise first
+
+    def for_each(self, count: int, fn: Callable[[int], None]) -> None:
+        """fn(i) for every i in range(count), on every thread: each thread takes the next
+        few items as it comes free, so a thread the system does not schedule for a while
+        (or an item that costs more) holds up only what it has taken. Returns when every
+        item is done; then raises the error of the lowest item that raised (the others
+        were all run)."""
+        block = max(1, count // (4 * self.threads))
+        lock = threading.Lock()
+        taken = [0]
+        errors: dict[int, BaseException] = {}
+
+        def take() -> None:
+            while True:
+                with lock:
+                    start = taken[0]
+                    taken[0] = start + block
+                if start >= count:
+                    return
+                for i in range(start, min(start + block, count)):
+                    try:
+                        fn(i)
+                    except BaseException as exc:  # noqa: BLE001 - raised once all are done
+                        errors[i] = exc
+
+        self.run([take] * self.threads)
+        if errors:
+            raise errors[min(errors)]
 
     def close(self) -> None:
         """End the threads (waiting for none: call between runs)."""
