@@ -86,12 +86,21 @@ class Rates:
         self.ratios: list[float] = []
         self.capacity: list[float] = []
         self.per_cpu: list[float] = []
+        self.machine: list[float] = []  # raw on every core / (cores x raw on one)
+
+    def add(self, rate: float, raw: float, raw_all: float, cores: int) -> None:
+        """One window's env-steps/s with the raw rates measured just before it."""
+        self.rates.append(rate)
+        self.ratios.append(rate / (cores * raw))
+        self.capacity.append(rate / raw_all)
+        self.machine.append(raw_all / (cores * raw))
 
     def row(self, envs: int, threads: int) -> str:
         med = statistics.median
         return (
             f"  {envs:4d} {threads:7d} {med(self.rates):13,.0f} {med(self.ratios):7.2f} "
-            f"{max(self.ratios):6.2f} {med(self.capacity):10.2f} {med(self.per_cpu):11.2f}"
+            f"{max(self.ratios):6.2f} {med(self.machine):8.2f} {med(self.capacity):10.2f} "
+            f"{med(self.per_cpu):11.2f}"
         )
 
 
@@ -115,10 +124,7 @@ def loop_rates(envs: int, threads: int, law: bool) -> Rates:
             s0, t0, c0 = loop.last_sim_time, time.perf_counter(), time.process_time()
             time.sleep(LOOP_SECONDS)
             steps = (loop.last_sim_time - s0) / h.timestep * envs
-            rate = steps / (time.perf_counter() - t0)
-            out.rates.append(rate)
-            out.ratios.append(rate / (cores * raw))
-            out.capacity.append(rate / raw_all)
+            out.add(steps / (time.perf_counter() - t0), raw, raw_all, cores)
             out.per_cpu.append(steps / (time.process_time() - c0) / raw_cpu)
     finally:
         loop.stop()
@@ -133,11 +139,13 @@ def scaling(law: bool, envs_list: tuple[int, ...]) -> None:
         f"physics loop in process, rtf 0, default scene, {what}: {ROUNDS} windows of "
         f"{LOOP_SECONDS:g} s, each after raw mj_step on 1 and on {cores} threads (the loop "
         f"paused). ratio = env-steps/s / ({cores} cores x raw single-thread rate), median "
-        f"and best window; vs raw {cores} = / raw mj_step on {cores} free-running threads "
-        "(what the machine gave at that moment); per CPU s = env-steps per CPU second of "
-        "this process / raw mj_step's (what stepping costs, whatever the load):"
+        f"and best window; machine = raw mj_step on {cores} free-running threads / ({cores} x "
+        "raw on one): the most the machine gave any threads at that moment (1.00 on an idle "
+        f"machine); vs raw {cores} = env-steps/s / raw on {cores} threads; per CPU s = "
+        "env-steps per CPU second of this process / raw mj_step's (what stepping costs, "
+        "whatever the load):"
     )
-    print(f"  envs threads   env-steps/s   ratio   best   vs raw {cores}   per CPU s")
+    print(f"  envs threads   env-steps/s   ratio   best  machine   vs raw {cores}   per CPU s")
     for envs in envs_list:
         for threads in range(1, min(cores, envs) + 1):
             print(loop_rates(envs, threads, law).row(envs, threads))
@@ -237,9 +245,7 @@ def node_config(probe, arrivals: list[float], envs: int, threads: int) -> str:
             probe.call(pause, SetBool.Request(data=False))
             probe.spin_for(0.2)
             rate, gap, lat = node_window(probe, status, arrivals, timestep, envs)
-            out.rates.append(rate)
-            out.ratios.append(rate / (cores * raw))
-            out.capacity.append(rate / raw_all)
+            out.add(rate, raw, raw_all, cores)
             out.per_cpu.append(float("nan"))
             gaps.append(gap)
             latencies += lat
@@ -278,8 +284,8 @@ def node_scaling() -> None:
             f"{STATUS_EVERY * 1e3:.0f} ms while physics runs (round trip p50 / max):"
         )
         print(
-            f"  envs threads   env-steps/s   ratio   best   vs raw {cores}   /clock gap   "
-            "node's   ~/status"
+            f"  envs threads   env-steps/s   ratio   best  machine   vs raw {cores}   /clock gap"
+            "   node's   ~/status"
         )
         for envs in NODE_ENVS:
             for threads in range(1, cores + 1):
