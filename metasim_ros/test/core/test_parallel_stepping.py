@@ -21,6 +21,7 @@ from metasim_ros.core import MujocoHandler
 from metasim_ros.core.control.commands import JointCommand
 from metasim_ros.core.control.goals import TrajectoryGoal
 from metasim_ros.core.control.interpolation import Waypoints
+from metasim_ros.core.sim.pool import plan_threads
 
 TESTS = Path(__file__).resolve().parents[1]
 ACTUATED = str(TESTS / "ros" / "scenes" / "actuated.xml")
@@ -128,6 +129,23 @@ def test_one_thread_or_one_env_starts_no_thread():
         assert threading.active_count() == before
         assert h.physics_threads == 1
         h.close()
+
+
+def test_threads_asked_for_are_clamped_to_the_cores_and_envs_saying_why():
+    """0 = one per usable core; more than the cores or the envs is clamped, and says why."""
+    assert plan_threads(0, 8, 4) == (4, None)
+    assert plan_threads(0, 2, 4) == (2, None)  # a thread steps whole envs
+    assert plan_threads(3, 8, 4) == (3, None)
+    threads, why = plan_threads(64, 4, 2)
+    assert threads == 2
+    assert why == (
+        "physics_threads 64 is more than the 2 usable core(s) and the 4 env(s): "
+        "stepping on 2 thread(s)"
+    )
+    assert plan_threads(4, 2, 8) == (
+        2,
+        "physics_threads 4 is more than the 2 env(s): stepping on 2 thread(s)",
+    )
 
 
 def test_threads_are_at_most_the_envs_and_end_with_close():

@@ -200,9 +200,6 @@ class MujocoHandler:
             raise SceneError(f"num_envs must be >= 1, got {num_envs}")
         if physics_threads < 1:
             raise ValueError(f"physics_threads must be >= 1, got {physics_threads}")
-        threads = min(physics_threads, num_envs)
-        #: the threads that step the envs besides the caller (None: the caller alone)
-        self._pool = StepPool(threads) if threads > 1 else None
         loaded = scene_mod.load_scene(scene)
         self.scene_path: str | None = loaded.path
         self._builder: Builder = builder or SceneBuilder()
@@ -226,6 +223,9 @@ class MujocoHandler:
         datas = [mujoco.MjData(loaded.model) for _ in range(num_envs)]
         self._take(self._derive(loaded.model, datas, robots, strict=True), loaded.xml)
         self.reset()
+        threads = min(physics_threads, num_envs)
+        #: the threads that step the envs with the caller (None: the caller alone)
+        self._pool = StepPool(threads) if threads > 1 else None
 
     # -- the one door to MjData ------------------------------------------------------
     # Staleness is the handler's invariant: step() and `editing` leave derived quantities

@@ -1,6 +1,6 @@
 # Copyright 2026 metasim_ros developers
 # SPDX-License-Identifier: Apache-2.0
-"""Worker threads that step chunks of envs side by side (the handler's `physics_threads`).
+"""Worker threads that step envs side by side (the handler's `physics_threads`).
 
 MuJoCo releases the GIL inside mj_step, so envs stepped on different threads run on
 different cores; the Python between two mj_steps (control laws, trajectory updates)
