@@ -75,13 +75,17 @@ class FastServices:
                     log_block(f"callback failed:\n{traceback.format_exc()}")
                 )
 
-    def stop(self) -> None:
-        """Stop spinning (a running callback finishes first) and destroy the node; once."""
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop spinning (a running callback finishes first, waited for up to `timeout`
+        seconds) and destroy the node; once. A thread still in its callback then is left
+        to itself with its executor and node (EventsExecutor.shutdown would hang)."""
         if self._stop.is_set():
             return
         self._stop.set()
         self._executor.wake()
         if self._thread.is_alive():
-            self._thread.join(timeout=5.0)
+            self._thread.join(timeout)
+            if self._thread.is_alive():
+                return
         self._executor.shutdown()
         self.node.destroy_node()

@@ -11,6 +11,7 @@ import re
 import signal
 import sys
 import threading
+import time
 import traceback
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,6 @@ import rclpy
 from rclpy.action import ActionServer
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.event_handler import PublisherEventCallbacks
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.publisher import Publisher
@@ -29,7 +29,7 @@ from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import JointState
 
 from metasim_ros.core import fastdds_shm
-from metasim_ros.core.atomic import remove_interrupted
+from metasim_ros.core.atomic import abandon_writes, remove_interrupted
 from metasim_ros.core.errors import RequestError
 from metasim_ros.core.memory import tune_malloc
 from metasim_ros.core.sim.access import SimulationAccess
@@ -40,6 +40,7 @@ from metasim_ros.ros import parameters
 from metasim_ros.ros.camera_streamer import CameraStreamer
 from metasim_ros.ros.contact_topics import ContactTopics
 from metasim_ros.ros.conversions import targets_from_joint_state
+from metasim_ros.ros.executor import DrainingExecutor
 from metasim_ros.ros.fast_services import FastServices
 from metasim_ros.ros.joint_command import JointCommandSubscriber
 from metasim_ros.ros.log_limit import LogLimit
@@ -61,6 +62,11 @@ SWITCH_INTERVAL = 2e-4
 EXECUTOR_THREADS = ServiceGroups.CONCURRENT + 3
 #: Middle-generation collections per full one once start-up is frozen (Python: 10).
 FULL_COLLECTION_EVERY = 100
+#: Seconds the callbacks in flight at a stop get to end, their replies sent (running goals
+#: and steps end at once); what still runs then (a compile, a large save) is abandoned.
+DRAIN_LIMIT = 0.5
+#: Seconds the node's own threads (get/set_states, cameras, physics) get to end after it.
+THREADS_LIMIT = 0.5
 #: Seconds the DDS teardown at exit may take before the process ends without it.
 DDS_TEARDOWN_LIMIT = 5.0
 
@@ -215,12 +221,15 @@ class SimNode(Node):
             f"{parameters.startup_summary(p)}"
         )
 
-    def shutdown(self) -> None:
-        """Stop cameras, the fast services and physics (in that order: they read the
-        simulation)."""
-        self.cameras.stop()
-        self.fast_services.stop()
-        self.sim.loop.stop()
+    def shutdown(self, timeout: float = 5.0) -> None:
+        """End running steps and goals (SimulationAccess.close), then stop the fast
+        services, cameras and physics, waiting for them up to `timeout` seconds in all: a
+        thread still held then (by a world being loaded under the lock) is left to itself."""
+        deadline = time.monotonic() + timeout
+        self.sim.close()
+        self.fast_services.stop(max(0.0, deadline - time.monotonic()))
+        self.cameras.stop(max(0.0, deadline - time.monotonic()))
+        self.sim.loop.stop(max(0.0, deadline - time.monotonic()))
 
     def destroy_node(self) -> None:
         """The action servers first: rclpy's destroy_node leaves them (they are waitables),
@@ -262,23 +271,59 @@ class SimNode(Node):
                 self.streams.set_rate(param.name, param.value)
 
 
+def stop(node: SimNode, executor: DrainingExecutor, said: str) -> None:
+    """The orderly stop, in about a second whatever runs: say so in one line; end running
+    goals and steps (ABORTED, or replied: the node is shutting down) and let their replies
+    go out (`executor.drain`); stop the node's threads; remove the temp files of snapshot
+    writes still running; tear DDS down, so peers see the node leave at once. What still
+    runs then (a compile, a save) is abandoned: the caller ends the process without it.
+    `said`: the line, which says why."""
+    node.get_logger().info(said)
+    node.sim.close()
+    executor.drain(DRAIN_LIMIT)
+    node.shutdown(THREADS_LIMIT)
+    executor.shutdown(timeout_sec=0)
+    abandon_writes()
+    # Fast DDS can deadlock destroying a participant while another one's endpoints are
+    # being removed (it spins holding the GIL, so no Python thread can step in). Our
+    # own work is finished here; if the DDS teardown hangs, faulthandler's C thread
+    # prints where and ends the process (exit code 1) instead of Ctrl-C doing nothing.
+    faulthandler.dump_traceback_later(DDS_TEARDOWN_LIMIT, exit=True)
+    node.destroy_node()
+    rclpy.try_shutdown()
+    faulthandler.cancel_dump_traceback_later()
+
+
 def main(args: list[str] | None = None) -> int:
-    """Run sim_node until SIGINT/SIGTERM, then shut down in order; returns the exit code."""
+    """Run sim_node until SIGINT/SIGTERM (or SetSimulationState QUITTING), then `stop` and
+    end the process with exit code 0 (os._exit: threads abandoned by the stop must not
+    hold it, nor crash it in the interpreter's teardown). Returns 1 if it cannot start."""
     sys.setswitchinterval(SWITCH_INTERVAL)
     tune_malloc()  # before DDS and executor threads start (core/memory.py)
     # Our own SIGINT/SIGTERM handling: stop spinning first, then tear down in order, so
     # no callback runs against a context that is already shut down.
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    stop = threading.Event()
+    signalled: list[str] = []
+
+    def on_signal(sig: int, _frame: Any) -> None:
+        for other in (signal.SIGINT, signal.SIGTERM):  # a second one ends the process
+            signal.signal(other, signal.SIG_DFL)  # at once, whatever holds the GIL
+        signalled.append(signal.Signals(sig).name)
+
     for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+        signal.signal(sig, on_signal)
     try:
         node = SimNode()
     except Exception as exc:  # bad scene, parameter or file: one clear line, no traceback wall
         print(f"sim_node: cannot start: {exc}", file=sys.stderr)
         rclpy.try_shutdown()
         return 1
-    executor = MultiThreadedExecutor(num_threads=EXECUTOR_THREADS)
+
+    def callback_failed(exc: BaseException) -> None:  # a bug: report it, serve the others
+        trace = "".join(traceback.format_exception(exc))
+        node.get_logger().error(log_block(f"callback failed:\n{trace}"))
+
+    executor = DrainingExecutor(EXECUTOR_THREADS, callback_failed)
     executor.add_node(node)
     try:
         node.start()
@@ -290,23 +335,19 @@ def main(args: list[str] | None = None) -> int:
         # 100,000-model request ran several full collections while it was parsed.
         gc.freeze()
         gc.set_threshold(*gc.get_threshold()[:2], FULL_COLLECTION_EVERY)
-        while not stop.is_set() and not node.quit.is_set():
-            try:
-                executor.spin_once(timeout_sec=0.1)
-            except Exception:  # a callback's bug: report it, keep serving everyone else
-                node.get_logger().error(log_block(f"callback failed:\n{traceback.format_exc()}"))
+        while not signalled and not node.quit.is_set():
+            executor.spin_once(timeout_sec=0.1)
     finally:
-        node.shutdown()
-        executor.shutdown(timeout_sec=2.0)
-        # Fast DDS can deadlock destroying a participant while another one's endpoints are
-        # being removed (it spins holding the GIL, so no Python thread can step in). Our
-        # own work is finished here; if the DDS teardown hangs, faulthandler's C thread
-        # prints where and ends the process (exit code 1) instead of Ctrl-C doing nothing.
-        faulthandler.dump_traceback_later(DDS_TEARDOWN_LIMIT, exit=True)
-        node.destroy_node()
-        rclpy.try_shutdown()
-        faulthandler.cancel_dump_traceback_later()
-    return 0
+        stop(
+            node,
+            executor,
+            f"{signalled[0]}: shutting down (a second SIGINT or SIGTERM ends it at once)"
+            if signalled
+            else "SetSimulationState QUITTING: shutting down",
+        )
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ from typing import Callable, Iterator, TypeVar
 
 import pytest
 
+from subprocess_env import with_pythonpath
+
 rclpy = pytest.importorskip("rclpy", reason="ROS 2 (rclpy) is not available")
 pytest.importorskip("metasim_msgs", reason="workspace not built (run `make test`)")
 
@@ -52,9 +54,10 @@ def sim_node_command() -> list[str]:
 
 
 class SimProcess:
-    """sim_node as a subprocess, stopped with SIGINT like Ctrl-C. Its output goes to a
-    file (a pipe nobody reads while the test runs would block the node once full) and is
-    in `output` after it exits."""
+    """sim_node as a subprocess, stopped with SIGINT like Ctrl-C, running this tree's
+    package (with_pythonpath: the entry point alone imports the installed copy). Its output
+    goes to a file (a pipe nobody reads while the test runs would block the node once
+    full) and is in `output` after it exits."""
 
     def __init__(
         self, params: dict[str, object] | None = None, args: list[str] | None = None
@@ -64,9 +67,18 @@ class SimProcess:
             cmd += ["--ros-args"] + [a for k, v in params.items() for a in ("-p", f"{k}:={v}")]
         self._log = tempfile.TemporaryFile(mode="w+", prefix="sim_node_", suffix=".log")
         self.proc = subprocess.Popen(
-            cmd, stdout=self._log, stderr=subprocess.STDOUT, text=True, start_new_session=True
+            cmd,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+            env=with_pythonpath(),
         )
         self.output = ""
+
+    def output_so_far(self) -> str:
+        """What the node has written until now (it may go on writing)."""
+        return os.pread(self._log.fileno(), 1 << 30, 0).decode(errors="replace")
 
     def wait_output(self, timeout: float) -> None:
         """Wait for the exit (subprocess.TimeoutExpired if it does not come), then read

@@ -1,0 +1,75 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
+"""Stopping a node as a user does (Ctrl-C) and checking what it leaves behind: its exit
+code and output, its shared memory, its place in the graph, interrupted snapshot writes."""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+
+from metasim_ros.core.atomic import TEMP_NAME
+from shared_memory import shm_segments
+
+#: The nodes a sim_node process puts in the graph (FastServices adds the second).
+NODE_NAMES = {"sim_node", "sim_node_states"}
+#: Seconds from the signal to the process's end (README: Ctrl-C stops the node within 2 s).
+STOP_WITHIN = 2.0
+#: Fast DDS drops a participant that left without a word only when its lease ends (20 s).
+LEFT_WITHIN = 5.0
+
+
+def shm_now() -> set[Path]:
+    """What /dev/shm holds now: taken before a node starts, so what it adds is known."""
+    shm = Path("/dev/shm")
+    return set(shm.iterdir()) if shm.is_dir() else set()
+
+
+def temp_files(folder: Path) -> list[Path]:
+    """Temporary files of atomic writes (core.atomic) anywhere under `folder`."""
+    return [p for p in folder.rglob("*") if TEMP_NAME.fullmatch(p.name)]
+
+
+def stop_node(
+    node,
+    client,
+    shm_before: set[Path],
+    snapshot_dir: Path | None = None,
+    sig: int = signal.SIGINT,
+) -> float:
+    """Send `sig` to a serving node and check the stop a user is promised: the process ends
+    within STOP_WITHIN with exit code 0, says so in one line and prints no traceback,
+    leaves the graph at once (both of its nodes), and leaves no shared-memory segment of
+    its own and no temporary file in `snapshot_dir`. The client spins all the while, so
+    replies the node sends as it stops (results of goals it ends) reach it. Returns the
+    seconds from the signal to the end of the process."""
+    own = shm_segments(node.proc.pid) - shm_before
+
+    def seen() -> set[str]:
+        return set(client.node.get_node_names())
+
+    client.spin_until(lambda: NODE_NAMES <= seen(), 20.0, "the node's names in the graph")
+    client.spin_until(  # its one line at start (README), written as it serves
+        lambda: "simulating" in node.output_so_far(), 20.0, "the node's start-up line"
+    )
+    lines_before = len(node.output_so_far().splitlines())
+    start = time.monotonic()
+    node.proc.send_signal(sig)
+    client.spin_until(
+        lambda: node.proc.poll() is not None,
+        STOP_WITHIN,
+        f"sim_node to exit after signal {signal.Signals(sig).name}",
+    )
+    took = time.monotonic() - start
+    node.wait_output(timeout=5.0)
+    assert node.proc.returncode == 0, node.output
+    assert "Traceback" not in node.output, node.output
+    said = [line for line in node.output.splitlines()[lines_before:] if line.strip()]
+    assert len(said) == 1 and "shutting down" in said[0], said
+    client.spin_until(lambda: not NODE_NAMES & seen(), LEFT_WITHIN, "the node to leave the graph")
+    assert not [p for p in own if p.exists()], "shared memory left behind"
+    if snapshot_dir is not None:
+        assert not temp_files(snapshot_dir), temp_files(snapshot_dir)
+    print(f"stopped {took:.3f} s after {signal.Signals(sig).name}")
+    return took
