@@ -13,9 +13,11 @@ its threads with no limit, so a goal waiting for the simulation held the process
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from rclpy.context import Context
 from rclpy.executors import (
@@ -45,37 +47,49 @@ class DrainingExecutor(Executor):
         super().__init__(context=context)
         self._pool = ThreadPoolExecutor(num_threads, thread_name_prefix="callbacks")
         self._on_error = on_error
-        self._in_flight: list[Task] = []
+        #: callbacks dispatched and tasks created, until done (a task a callback creates
+        #: counts from its creation: an action's result goes out in one)
+        self._in_flight: set[Task] = set()
+        self._in_flight_lock = threading.Lock()
+
+    def create_task(self, callback: Callable[..., Any], *args: Any, **kwargs: Any) -> Task:
+        """rclpy's, remembered until done."""
+        task = super().create_task(callback, *args, **kwargs)
+        with self._in_flight_lock:
+            self._in_flight.add(task)
+        return task
 
     def spin_once(self, timeout_sec: float | None = None) -> None:
         """Hand the next ready callback (waiting up to `timeout_sec` for one) to a thread."""
         self._dispatch(timeout_sec)
 
-    def _dispatch(self, timeout_sec: float | None) -> bool:
+    def _dispatch(self, timeout_sec: float | None) -> int:
         """Dispatch one ready callback, if one gets ready in time; report the callbacks
-        that failed since. Whether one was dispatched."""
+        that failed since. Returns how many are still in flight."""
         try:
             handler, _entity, _node = self.wait_for_ready_callbacks(timeout_sec)
         except (TimeoutException, ShutdownException, ExternalShutdownException):
-            handler = None
+            pass
         else:
             self._pool.submit(handler)
-            self._in_flight.append(handler)
-        for task in [t for t in self._in_flight if t.done()]:
-            self._in_flight.remove(task)
+            with self._in_flight_lock:
+                self._in_flight.add(handler)
+        with self._in_flight_lock:
+            done = {t for t in self._in_flight if t.done()}
+            self._in_flight -= done
+            left = len(self._in_flight)
+        for task in done:
             if task.exception() is not None:
                 self._on_error(task.exception())
-        return handler is not None
+        return left
 
-    def drain(self, timeout: float) -> int:
-        """Go on dispatching until no callback is in flight and none is ready, for at most
-        `timeout` seconds. Returns how many callbacks were still running then: they are
-        left to themselves (`shutdown` does not wait for them)."""
+    def drain(self, timeout: float) -> None:
+        """Go on dispatching until nothing is in flight, for at most `timeout` seconds;
+        what still runs then is left to itself (`shutdown` does not wait for it)."""
         deadline = time.monotonic() + timeout
         while (left := deadline - time.monotonic()) > 0:
-            if not self._dispatch(min(left, DRAIN_POLL)) and not self._in_flight:
-                break
-        return len(self._in_flight)
+            if not self._dispatch(min(left, DRAIN_POLL)):
+                return
 
     def shutdown(self, timeout_sec: float | None = None) -> bool:
         """Dispatch nothing more; callbacks still running are not waited for (their
