@@ -9,6 +9,11 @@ import signal
 import time
 from pathlib import Path
 
+import rclpy
+from rclpy.context import Context
+from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions
+
 from metasim_ros.core.atomic import TEMP_NAME
 from shared_memory import shm_segments
 
@@ -45,32 +50,46 @@ def stop_node(
     replies the node sends as it stops (results of goals it ends) reach it. Returns the
     seconds from the signal to the end of the process."""
     own = shm_segments(node.proc.pid) - shm_before
+    # The graph as a peer of this node alone sees it: a participant of its own, made
+    # before the stop. The session's long-lived client once kept a stopped node listed
+    # for over 30 s with none of its endpoints (rmw_dds_common's graph cache re-adds a
+    # participant's nodes when an update about them is taken after its removal), and so
+    # failed the stops after it too.
+    context = Context()
+    rclpy.init(context=context, signal_handler_options=SignalHandlerOptions.NO)
+    peer = Node("metasim_stop_peer", context=context)
+    try:
 
-    def seen() -> set[str]:
-        return set(client.node.get_node_names())
+        def seen() -> set[str]:
+            return set(peer.get_node_names())
 
-    client.spin_until(lambda: NODE_NAMES <= seen(), 20.0, "the node's names in the graph")
-    client.spin_until(  # its one line at start (README), written as it serves
-        lambda: "simulating" in node.output_so_far(), 20.0, "the node's start-up line"
-    )
-    lines_before = len(node.output_so_far().splitlines())
-    start = time.monotonic()
-    node.proc.send_signal(sig)
-    client.spin_until(
-        lambda: node.proc.poll() is not None,
-        STOP_WITHIN,
-        f"sim_node to exit after signal {signal.Signals(sig).name}",
-    )
-    took = time.monotonic() - start
-    node.wait_output(timeout=5.0)
-    assert node.proc.returncode == 0, node.output
-    assert "Traceback" not in node.output, node.output
-    # one line says it stops, and nothing else is said but start-up's own INFO lines (the
-    # removal of what killed processes left runs in a thread of its own)
-    said = [line for line in node.output.splitlines()[lines_before:] if line.strip()]
-    assert sum("shutting down" in line for line in said) == 1, said
-    assert all(line.startswith("[INFO]") for line in said), said
-    client.spin_until(lambda: not NODE_NAMES & seen(), LEFT_WITHIN, "the node to leave the graph")
+        client.spin_until(lambda: NODE_NAMES <= seen(), 20.0, "the node's names in the graph")
+        client.spin_until(  # its one line at start (README), written as it serves
+            lambda: "simulating" in node.output_so_far(), 20.0, "the node's start-up line"
+        )
+        lines_before = len(node.output_so_far().splitlines())
+        start = time.monotonic()
+        node.proc.send_signal(sig)
+        client.spin_until(
+            lambda: node.proc.poll() is not None,
+            STOP_WITHIN,
+            f"sim_node to exit after signal {signal.Signals(sig).name}",
+        )
+        took = time.monotonic() - start
+        node.wait_output(timeout=5.0)
+        assert node.proc.returncode == 0, node.output
+        assert "Traceback" not in node.output, node.output
+        # one line says it stops, and nothing else is said but start-up's own INFO lines
+        # (the removal of what killed processes left runs in a thread of its own)
+        said = [line for line in node.output.splitlines()[lines_before:] if line.strip()]
+        assert sum("shutting down" in line for line in said) == 1, said
+        assert all(line.startswith("[INFO]") for line in said), said
+        client.spin_until(
+            lambda: not NODE_NAMES & seen(), LEFT_WITHIN, "the node to leave the graph"
+        )
+    finally:
+        peer.destroy_node()
+        context.try_shutdown()
     assert not [p for p in own if p.exists()], "shared memory left behind"
     if snapshot_dir is not None:
         assert not temp_files(snapshot_dir), temp_files(snapshot_dir)
