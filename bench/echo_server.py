@@ -74,6 +74,8 @@ def main() -> None:
         fast.stop()
     executor.shutdown(timeout_sec=2.0)
     node.destroy_node()
+    if fast is not None:
+        fast.destroy_node()
     rclpy.try_shutdown()
 
 

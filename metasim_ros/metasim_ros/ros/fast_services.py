@@ -77,8 +77,8 @@ class FastServices:
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop spinning (a running callback finishes first, waited for up to `timeout`
-        seconds) and destroy the node; once. A thread still in its callback then is left
-        to itself with its executor and node (EventsExecutor.shutdown would hang)."""
+        seconds); once. A thread still in its callback then is left to itself with its
+        executor (EventsExecutor.shutdown would hang)."""
         if self._stop.is_set():
             return
         self._stop.set()
@@ -88,4 +88,9 @@ class FastServices:
             if self._thread.is_alive():
                 return
         self._executor.shutdown()
-        self.node.destroy_node()
+
+    def destroy_node(self) -> None:
+        """Destroy the node once stopped (`stop`), unless its thread still runs: its
+        executor holds the node."""
+        if self._stop.is_set() and not self._thread.is_alive():
+            self.node.destroy_node()
