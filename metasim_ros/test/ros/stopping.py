@@ -36,37 +36,38 @@ def temp_files(folder: Path) -> list[Path]:
     return [p for p in folder.rglob("*") if TEMP_NAME.fullmatch(p.name)]
 
 
-def stop_node(
-    node,
-    client,
-    shm_before: set[Path],
-    snapshot_dir: Path | None = None,
-    sig: int = signal.SIGINT,
-) -> float:
-    """Send `sig` to a serving node and check the stop a user is promised: the process ends
-    within STOP_WITHIN with exit code 0, says so in one line and prints no traceback,
-    leaves the graph at once (both of its nodes), and leaves no shared-memory segment of
-    its own and no temporary file in `snapshot_dir`. The client spins all the while, so
-    replies the node sends as it stops (results of goals it ends) reach it. Returns the
-    seconds from the signal to the end of the process."""
-    own = shm_segments(node.proc.pid) - shm_before
-    # The graph as a peer of this node alone sees it: a participant of its own, made
-    # before the stop. The session's long-lived client once kept a stopped node listed
-    # for over 30 s with none of its endpoints (rmw_dds_common's graph cache re-adds a
-    # participant's nodes when an update about them is taken after its removal), and so
-    # failed the stops after it too.
-    context = Context()
-    rclpy.init(context=context, signal_handler_options=SignalHandlerOptions.NO)
-    peer = Node("metasim_stop_peer", context=context)
-    try:
+class StopCheck:
+    """Watches a serving node, then stops it as a user does and checks the stop promised:
+    the process ends within STOP_WITHIN with exit code 0, says so in one line and prints
+    no traceback, leaves the graph at once (both of its nodes), and leaves no shared-memory
+    segment of its own and no temporary file in `snapshot_dir`. Made before the node is put
+    in the state under test, so the signal follows it at once. `close` when done."""
 
-        def seen() -> set[str]:
-            return set(peer.get_node_names())
-
-        client.spin_until(lambda: NODE_NAMES <= seen(), 20.0, "the node's names in the graph")
+    def __init__(self, node, client, shm_before: set[Path], snapshot_dir: Path | None = None):
+        self.node, self.client = node, client
+        self._shm_before, self._snapshot_dir = shm_before, snapshot_dir
+        # The graph as a peer of this node alone sees it: a participant of its own. The
+        # session's long-lived client once kept a stopped node listed for over 30 s with
+        # none of its endpoints (rmw_dds_common's graph cache re-adds a participant's
+        # nodes when an update about them is taken after its removal), and so failed
+        # the stops after it too.
+        self._context = Context()
+        rclpy.init(context=self._context, signal_handler_options=SignalHandlerOptions.NO)
+        self._peer = Node("metasim_stop_peer", context=self._context)
+        client.spin_until(lambda: NODE_NAMES <= self._seen(), 20.0, "the node's names in the graph")
         client.spin_until(  # its one line at start (README), written as it serves
             lambda: "simulating" in node.output_so_far(), 20.0, "the node's start-up line"
         )
+
+    def _seen(self) -> set[str]:
+        return set(self._peer.get_node_names())
+
+    def __call__(self, sig: int = signal.SIGINT) -> float:
+        """Send `sig` and check the stop; the seconds from the signal to the end of the
+        process. The client spins all the while, so replies the node sends as it stops
+        (results of the goals it ends) reach it."""
+        node, client = self.node, self.client
+        own = shm_segments(node.proc.pid) - self._shm_before
         lines_before = len(node.output_so_far().splitlines())
         start = time.monotonic()
         node.proc.send_signal(sig)
@@ -85,13 +86,17 @@ def stop_node(
         assert sum("shutting down" in line for line in said) == 1, said
         assert all(line.startswith("[INFO]") for line in said), said
         client.spin_until(
-            lambda: not NODE_NAMES & seen(), LEFT_WITHIN, "the node to leave the graph"
+            lambda: not NODE_NAMES & self._seen(), LEFT_WITHIN, "the node to leave the graph"
         )
-    finally:
-        peer.destroy_node()
-        context.try_shutdown()
-    assert not [p for p in own if p.exists()], "shared memory left behind"
-    if snapshot_dir is not None:
-        assert not temp_files(snapshot_dir), temp_files(snapshot_dir)
-    print(f"stopped {took:.3f} s after {signal.Signals(sig).name}")
-    return took
+        self.close()  # the node mapped the peer's segment too: gone with the peer
+        assert not [p for p in own if p.exists()], "shared memory left behind"
+        if self._snapshot_dir is not None:
+            assert not temp_files(self._snapshot_dir), temp_files(self._snapshot_dir)
+        print(f"stopped {took:.3f} s after {signal.Signals(sig).name}")
+        return took
+
+    def close(self) -> None:
+        """Remove the peer (once)."""
+        if self._context.ok():
+            self._peer.destroy_node()
+            self._context.try_shutdown()

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Ctrl-C stops the node in every state it can be in: the node as its own process, put in
 the state the way a user does (services, actions, subscriptions), then SIGINT. Each stop
-is checked by stopping.stop_node (exit 0 in time, one line, no traceback, the graph left,
+is checked by stopping.StopCheck (exit 0 in time, one line, no traceback, the graph left,
 no shared memory or temporary file behind); goals and steps running at the time end with
 a reply saying the node is shutting down. The idle node: test_sim_node.py's
 test_a_stopped_node_leaves_the_graph_at_once. Recording does not exist yet."""
@@ -28,7 +28,7 @@ from simulation_interfaces import srv as ss
 from tf2_msgs.msg import TFMessage
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from stopping import STOP_WITHIN, shm_now, stop_node, temp_files
+from stopping import STOP_WITHIN, StopCheck, shm_now, temp_files
 
 ARM = [f"panda_joint{i}" for i in range(1, 8)]
 SHUTTING_DOWN = "shutting down"
@@ -36,15 +36,18 @@ SHUTTING_DOWN = "shutting down"
 
 @pytest.fixture
 def run(start_node, client, snapshot_dir):
-    """Start a serving node (snapshots in `snapshot_dir`); returns (node, what /dev/shm
-    held before it started)."""
+    """Start a serving node (snapshots in `snapshot_dir`) and its StopCheck."""
+    checks: list[StopCheck] = []
 
-    def start(**params):
+    def start(**params) -> tuple[object, StopCheck]:
         before = shm_now()
         node = start_node({"snapshot_dir": str(snapshot_dir), **params}).wait_serving(client)
-        return node, before
+        checks.append(StopCheck(node, client, before, snapshot_dir))
+        return node, checks[-1]
 
-    return start
+    yield start
+    for check in checks:
+        check.close()
 
 
 def seconds(stamp) -> float:
@@ -81,7 +84,7 @@ def rock(vertices: int = 50_000, meshes: int = 4) -> str:
 
 
 def test_running_with_every_periodic_topic_read(run, client):
-    node, before = run(real_time_factor=1.0)
+    _, stop = run(real_time_factor=1.0)
     for msg_type, topic in (
         (JointState, "/joint_states"),
         (WorldState, "/sim_node/world_state"),
@@ -89,25 +92,25 @@ def test_running_with_every_periodic_topic_read(run, client):
     ):
         client.node.create_subscription(msg_type, topic, lambda _m: None, 10)
         client.wait_for_message(msg_type, topic)
-    stop_node(node, client, before)
+    stop()
 
 
 def test_as_fast_as_possible(run, client):
-    node, before = run(real_time_factor=0.0)
+    _, stop = run(real_time_factor=0.0)
     client.wait_for_message(Clock, "/clock", predicate=lambda m: seconds(m.clock) > 1.0)
-    stop_node(node, client, before)
+    stop()
 
 
 def test_paused(run, client):
-    node, before = run(paused=True)
-    stop_node(node, client, before)
+    _, stop = run(paused=True)
+    stop()
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_follow_joint_trajectory_goal_executing(run, client, sig):
     """A control_msgs client as MoveIt is one: the goal it waits on ends ABORTED, saying
     why, before the node leaves."""
-    node, before = run()
+    _, stop = run()
     now = client.wait_for_message(JointState, "/joint_states")
     start = dict(zip(now.name, now.position))
     goal = FollowJointTrajectory.Goal(trajectory=JointTrajectory(joint_names=ARM))
@@ -125,14 +128,14 @@ def test_a_follow_joint_trajectory_goal_executing(run, client, sig):
     client.spin_until(sent.done, 20.0, "the goal accepted")
     result = sent.result().get_result_async()
     client.spin_until(lambda: bool(feedback), 20.0, "feedback: the goal executes")
-    stop_node(node, client, before, sig=sig)
+    stop(sig)
     client.spin_until(result.done, 5.0, "the goal's result, sent before the node ended")
     assert result.result().status == GoalStatus.STATUS_ABORTED
     assert SHUTTING_DOWN in result.result().result.error_string
 
 
 def test_a_long_simulate_steps_goal(run, client):
-    node, before = run(paused=True)
+    _, stop = run(paused=True)
     action = ActionClient(client.node, sa.SimulateSteps, "/sim_node/simulate_steps")
     client.spin_until(action.server_is_ready, 20.0, "the simulate_steps action")
     feedback = []
@@ -142,7 +145,7 @@ def test_a_long_simulate_steps_goal(run, client):
     client.spin_until(sent.done, 20.0, "the goal accepted")
     result = sent.result().get_result_async()
     client.spin_until(lambda: bool(feedback), 20.0, "feedback: the goal steps")
-    stop_node(node, client, before)
+    stop()
     client.spin_until(result.done, 5.0, "the goal's result, sent before the node ended")
     assert result.result().status == GoalStatus.STATUS_ABORTED
     message = result.result().result.result.error_message
@@ -151,12 +154,12 @@ def test_a_long_simulate_steps_goal(run, client):
 
 
 def test_a_long_step_request(run, client):
-    node, before = run(paused=True)
+    _, stop = run(paused=True)
     step = client.node.create_client(Step, "/sim_node/step")
     client.spin_until(step.service_is_ready, 20.0, "~/step")
     reply = step.call_async(Step.Request(steps=200_000))
     client.wait_for_message(Clock, "/clock", predicate=lambda m: seconds(m.clock) > 0.0)
-    stop_node(node, client, before)
+    stop()
     client.spin_until(reply.done, 5.0, "the reply to ~/step, sent before the node ended")
     r = reply.result()
     assert not r.success and 0 < r.steps_done < 200_000, r
@@ -164,34 +167,34 @@ def test_a_long_step_request(run, client):
 
 
 def test_a_camera_subscribed(run, client):
-    node, before = run(camera_width=64, camera_height=48)
+    _, stop = run(camera_width=64, camera_height=48)
     client.node.create_subscription(Image, "/sim_node/camera0/image_raw", lambda _m: None, 2)
     client.wait_for_message(Image, "/sim_node/camera0/image_raw", timeout=60.0)
-    stop_node(node, client, before)
+    stop()
 
 
 def test_a_large_entity_being_spawned(run, client):
     """The compile (seconds) is abandoned: the process does not wait for it."""
-    node, before = run()
+    _, stop = run()
     spawn = client.node.create_client(ss.SpawnEntity, "/sim_node/spawn_entity")
     client.spin_until(spawn.service_is_ready, 20.0, "spawn_entity")
     request = ss.SpawnEntity.Request(name="rock")
     request.entity_resource.resource_string = rock()
     spawn.call_async(request)
     wait_until_held(client)
-    stop_node(node, client, before)
+    stop()
 
 
 def test_a_large_world_being_loaded(run, client):
     """The world is loaded (seconds) while the simulation is held: abandoned too."""
-    node, before = run()
+    _, stop = run()
     load = client.node.create_client(ss.LoadWorld, "/sim_node/load_world")
     client.spin_until(load.service_is_ready, 20.0, "load_world")
     request = ss.LoadWorld.Request()
     request.world_resource.resource_string = rock()
     load.call_async(request)
     wait_until_held(client)
-    stop_node(node, client, before)
+    stop()
 
 
 @pytest.mark.parametrize("when", ["requested", "writing"])
@@ -199,7 +202,7 @@ def test_a_1024_env_snapshot_being_saved(run, client, snapshot_dir, when):
     """The save finishes or is abandoned, never half: the target is a whole snapshot or
     absent, and no temporary file is left. `writing`: signalled once the temporary file
     shows (a few tries: a write can end between two looks)."""
-    node, before = run(num_envs=1024, paused=True)
+    _, stop = run(num_envs=1024, paused=True)
     save = client.node.create_client(SaveSnapshot, "/sim_node/save_snapshot")
     client.spin_until(save.service_is_ready, 20.0, "save_snapshot")
     target = snapshot_dir / "many.h5"
@@ -215,7 +218,7 @@ def test_a_1024_env_snapshot_being_saved(run, client, snapshot_dir, when):
         assert reply.result().success, reply.result().message
     else:
         raise AssertionError("no save was seen writing in 10 tries")
-    stop_node(node, client, before, snapshot_dir)
+    stop()
     if target.exists():  # finished: whole, as h5py reads it
         with h5py.File(target, "r") as f:
             assert f.attrs["format"] and len(f.keys()) > 0

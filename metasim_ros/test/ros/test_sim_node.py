@@ -20,7 +20,7 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 from tf2_msgs.msg import TFMessage
 
-from stopping import shm_now, stop_node
+from stopping import StopCheck, shm_now
 
 FRANKA_JOINTS = [f"panda_joint{i}" for i in range(1, 8)] + [
     "panda_finger_joint1",
@@ -59,8 +59,11 @@ def test_a_stopped_node_leaves_the_graph_at_once(start_node, client):
     whose DDS participant outlived its work (its action servers kept it) stayed in every
     peer's graph for its 20 s lease, and its segment in /dev/shm."""
     before = shm_now()
-    node = start_node().wait_serving(client)
-    stop_node(node, client, before)
+    stop = StopCheck(start_node().wait_serving(client), client, before)
+    try:
+        stop()
+    finally:
+        stop.close()
 
 
 def test_broken_scene_fails_with_one_line(start_node, tmp_path):
