@@ -85,9 +85,15 @@ class StopCheck:
         said = [line for line in node.output.splitlines()[lines_before:] if line.strip()]
         assert sum("shutting down" in line for line in said) == 1, said
         assert all(line.startswith("[INFO]") for line in said), said
-        client.spin_until(
-            lambda: not NODE_NAMES & self._seen(), LEFT_WITHIN, "the node to leave the graph"
-        )
+        try:
+            client.spin_until(
+                lambda: not NODE_NAMES & self._seen(), LEFT_WITHIN, "the node to leave the graph"
+            )
+        except AssertionError as exc:  # a stale name (no endpoint) or a silent participant
+            raise AssertionError(
+                f"{exc}: the peer sees {sorted(self._seen())}, "
+                f"{self._peer.count_publishers('/clock')} /clock publisher(s)"
+            ) from None
         self.close()  # the node mapped the peer's segment too: gone with the peer
         assert not [p for p in own if p.exists()], "shared memory left behind"
         if self._snapshot_dir is not None:
