@@ -24,8 +24,8 @@ from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from metasim_ros.core import MujocoHandler
-from metasim_ros.core.sim.interpolation import Waypoints
-from metasim_ros.core.sim.trajectory import TrajectoryGoal
+from metasim_ros.core.control.goals import TrajectoryGoal
+from metasim_ros.core.control.interpolation import Waypoints
 from metasim_ros.scenes import default_scene_path
 
 ARM = [f"panda_joint{i}" for i in range(1, 8)]

@@ -221,7 +221,7 @@ def publish_costs() -> None:
     node = Node("bench_publish_costs")
     try:
         h = MujocoHandler(str(SENSOR_SCENE))
-        tree, params = FrameTree(h.model, h.body_names), SimParameters()
+        tree, params = FrameTree(h.model), SimParameters()
         sensors = SensorTopics(node, h, tree, params)
         contacts = ContactTopics(node, h, tree, params)
         h.step(n=500)

@@ -25,6 +25,9 @@ import numpy as np
 
 from metasim_ros.core import MujocoHandler
 from metasim_ros.core.atomic import write_atomic
+from metasim_ros.core.control.commands import JointCommand
+from metasim_ros.core.control.goals import TrajectoryGoal
+from metasim_ros.core.control.interpolation import Waypoints
 from metasim_ros.core.snapshot import (
     apply_load,
     capture_snapshot,
@@ -38,6 +41,7 @@ from metasim_ros.core.snapshot.bodies import trajectory_body_rows
 from metasim_ros.core.snapshot.io import _looping_global_heap
 
 STEPS = 10_000
+ARM = [f"panda_joint{i}" for i in range(2, 8)]
 
 
 def best_time(fn: Callable[[], object], repeat: int) -> float:
@@ -94,6 +98,16 @@ def main() -> None:
             mujoco.mj_forward(m, scratch)
 
         raw = best_time(raw_restore, 200)
+        # the in-memory capture/restore (transactions, every load) with a control state
+        # that holds something: a velocity command and a trajectory under way
+        c = MujocoHandler()
+        c.command({"panda_joint1": JointCommand(velocity=0.3)})
+        goal = Waypoints(np.array([5.0]), c.model.key("home").qpos[1:7][None] + 0.2)
+        c.start_trajectory("franka", TrajectoryGoal(ARM, goal))
+        c.step(n=30)
+        held = c.capture(0)
+        capture_full = best_time(lambda: c.capture(0), 2000)
+        restore_full = best_time(lambda: c.restore(0, held), 2000)
 
         rows = np.empty((STEPS, state.size))
         for i in range(STEPS):
@@ -128,6 +142,11 @@ def main() -> None:
     print(f"    of which h5py open+close:        {x(h5open)}")
     print(f"  apply + verify (under the lock):   {x(apply)}")
     print(f"  raw mj_setState + mj_forward:      {x(raw)}")
+    print(
+        f"capture / restore in memory (full control state, a command and a trajectory): "
+        f"{capture_full * 1e6:.1f} / {restore_full * 1e6:.1f} us = "
+        f"{capture_full / step_s:.2f}x / {restore_full / step_s:.2f}x mj_step"
+    )
     print(
         f"{STEPS}-step trajectory save:         {save_traj:8.3f} s  "
         f"({sizes[1] / STEPS:.0f} B/step, {sizes[1] / 2**20:.1f} MiB; body rows "

@@ -1,10 +1,12 @@
 # Copyright 2026 metasim_ros developers
 # SPDX-License-Identifier: Apache-2.0
-"""``metasim-snapshot``: inspect, verify, convert and record HDF5 snapshots from a shell.
+"""``metasim-snapshot``: inspect, verify, convert and record HDF5 snapshots and recorded
+episodes from a shell.
 
 Failures print one line on stderr and exit 1 (no traceback); usage errors exit 2. ``verify``
 prints the whole report (every element not restored included) and exits 3 when the restore left
-something out, 4 when it exceeded the tolerance.
+something out, 4 when it exceeded the tolerance; given an episode folder, it replays the
+episode headless and exits 5 at the first divergence from the recording.
 """
 
 from __future__ import annotations
@@ -13,14 +15,15 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
-import numpy as np
 from tqdm import tqdm
 
 from metasim_ros.core import MujocoHandler, StateValidationError
+from metasim_ros.core.recording.export import export_robomimic
+from metasim_ros.core.recording.offline import episode_info, format_info, recover, verify_episode
 from metasim_ros.core.snapshot import (
     SnapshotError,
-    capture_state,
     convert_snapshot,
     inspect_snapshot,
     load_snapshot,
@@ -40,10 +43,12 @@ def _inspect(args: argparse.Namespace) -> int:
 
 
 #: ``verify`` exit codes beyond 0 (restored, nothing left out), 1 (error) and 2 (usage).
-EXIT_PARTIAL, EXIT_INEXACT = 3, 4
+EXIT_PARTIAL, EXIT_INEXACT, EXIT_DIVERGED = 3, 4, 5
 
 
 def _verify(args: argparse.Namespace) -> int:
+    if Path(args.file).is_dir():
+        return _verify_episode(args)
     report = load_snapshot(
         MujocoHandler(args.scene),
         args.file,
@@ -65,6 +70,34 @@ def _verify(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_PARTIAL
+    return 0
+
+
+def _verify_episode(args: argparse.Namespace) -> int:
+    replay = verify_episode(Path(args.file), args.scene)
+    print(replay.status())
+    if replay.divergence is not None:
+        print(f"metasim-snapshot: {args.file}: diverged at {replay.divergence}", file=sys.stderr)
+        return EXIT_DIVERGED
+    return 0
+
+
+def _info(args: argparse.Namespace) -> int:
+    info = episode_info(Path(args.episode))
+    print(json.dumps(info, indent=2) if args.json else format_info(info))
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    names = export_robomimic(
+        [Path(e) for e in args.episodes], Path(args.out), args.mask, args.env, args.scene
+    )
+    print(f"wrote {', '.join(names)} to {args.out} (robomimic)")
+    return 0
+
+
+def _recover(args: argparse.Namespace) -> int:
+    print(recover(Path(args.episode), args.scene))
     return 0
 
 
@@ -93,12 +126,11 @@ def _record(args: argparse.Namespace) -> int:
     if args.steps < 0:
         raise SnapshotError(f"--steps must be >= 0, got {args.steps}")
     handler = MujocoHandler(args.scene)
-    rows = np.empty((args.steps + 1, capture_state(handler).size))
-    rows[0] = capture_state(handler)
-    for i in tqdm(range(1, args.steps + 1), desc="record", unit="step"):
+    states = [handler.capture(0)]  # with the control state: every row restores exactly
+    for _ in tqdm(range(args.steps), desc="record", unit="step"):
         handler.step()
-        rows[i] = capture_state(handler)
-    save_snapshot(handler, args.out, [0], rows)
+        states.append(handler.capture(0))
+    save_snapshot(handler, args.out, [0], states)
     print(f"recorded {args.steps} step(s) ({args.steps + 1} states) to {args.out}")
     return 0
 
@@ -121,7 +153,9 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("file")
     sp.set_defaults(run=_inspect)
     sp = sub.add_parser(
-        "verify", help="restore a file into a fresh simulation and print the report"
+        "verify",
+        help="restore a file into a fresh simulation and print the report; or replay an "
+        "episode folder headless, comparing every recorded state bit for bit",
     )
     sp.add_argument("file")
     sp.add_argument(
@@ -131,7 +165,7 @@ def _parser() -> argparse.ArgumentParser:
     scene(sp)
     sp.set_defaults(run=_verify)
     sp = sub.add_parser(
-        "convert", help="rewrite a file of any known layout in the own format (version 2)"
+        "convert", help="rewrite a file of any known layout in the own format (version 3)"
     )
     sp.add_argument("src")
     sp.add_argument("dst")
@@ -143,6 +177,30 @@ def _parser() -> argparse.ArgumentParser:
     )
     scene(sp)
     sp.set_defaults(run=_convert)
+    sp = sub.add_parser(
+        "info", help="an episode's steps, duration, changes, topics with counts, rates, drops"
+    )
+    sp.add_argument("episode")
+    sp.add_argument("--json", action="store_true", help="print it as JSON")
+    sp.set_defaults(run=_info)
+    sp = sub.add_parser("export", help="append episodes to a dataset file as demo_0..n")
+    sp.add_argument("episodes", nargs="+", metavar="EPISODE")
+    sp.add_argument("out", metavar="OUT")
+    sp.add_argument("--format", choices=["robomimic"], required=True)
+    sp.add_argument("--mask", default="", help="also list the new demos under mask/<MASK>")
+    sp.add_argument("--env", type=int, default=0, help="the env exported (default 0)")
+    sp.add_argument(
+        "--scene", default=None, help="scene file to use instead of the XML the episode holds"
+    )
+    sp.set_defaults(run=_export)
+    sp = sub.add_parser(
+        "recover", help="close an episode whose recording was killed (bag and state stream)"
+    )
+    sp.add_argument("episode")
+    sp.add_argument(
+        "--scene", default=None, help="scene file to use instead of the XML the episode holds"
+    )
+    sp.set_defaults(run=_recover)
     sp = sub.add_parser("record", help="run the scene and save every step as a trajectory")
     sp.add_argument("out")
     sp.add_argument("--steps", type=int, required=True)

@@ -46,16 +46,19 @@ if settings is not None:
     settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "metasim"))
 
 
-#: Saves a 2000-step trajectory to argv[1] over and over, printing after each completed save.
+#: Saves a 2000-step trajectory (captured states, so every row holds its control state) to
+#: argv[1] over and over, printing after each completed save.
 SAVER = textwrap.dedent(
     """
     import sys
     import numpy as np
     from metasim_ros.core import MujocoHandler
-    from metasim_ros.core.snapshot import capture_state, save_snapshot
+    from metasim_ros.core.sim.handler import PhysicsState
+    from metasim_ros.core.snapshot import save_snapshot
     h = MujocoHandler()
-    rows = np.stack([capture_state(h)] * 2000)
-    rows[:, 0] = np.arange(len(rows))
+    now = h.capture(0)
+    rows = [PhysicsState(np.concatenate([[t], now.integration[1:]]), now.control)
+            for t in range(2000)]
     while True:
         save_snapshot(h, sys.argv[1], trajectory=rows)
         print("saved", flush=True)

@@ -3,7 +3,7 @@
 """metasim_ros core: MuJoCo and the MetaSim unified state, without any ROS import.
 
 Layers, lowest first (a module imports only from its own layer or lower ones):
-errors, joint_kinds -> scene -> state -> sim -> snapshot.
+errors, joint_kinds, values -> scene -> control -> state -> sim -> snapshot.
 """
 
 from metasim_ros.core.errors import StateValidationError

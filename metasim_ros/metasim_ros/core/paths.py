@@ -29,6 +29,7 @@ __all__ = [
     "folders_made",
     "os_problem",
     "resolve_inside",
+    "ros_home",
 ]
 
 #: Longest path a caller may name (UTF-8 bytes), relative to the allowed directory.
@@ -40,6 +41,12 @@ MAX_DEPTH = 32
 
 #: HDF5 reports the errno of a failed system call inside its message.
 _HDF5_ERRNO = re.compile(r"errno = (\d+)")
+
+
+def ros_home() -> str:
+    """$ROS_HOME, else ~/.ros: where ROS keeps a user's files, and the default home of
+    the node's folders (snapshots, spawnables, worlds, written meshes)."""
+    return os.environ.get("ROS_HOME") or os.path.join(os.path.expanduser("~"), ".ros")
 
 
 def os_problem(exc: BaseException) -> str:

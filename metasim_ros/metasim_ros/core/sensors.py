@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 import mujoco
 import numpy as np
 
-from metasim_ros.core.scene.loading import ModelInfo, object_name
+from metasim_ros.core.scene.loading import ModelInfo
+from metasim_ros.core.scene.names import element_names
 
 _SENS = mujoco.mjtSensor
 _OBJ = mujoco.mjtObj
@@ -104,6 +105,7 @@ class SensorTable:
     """Every sensor of a model, the devices they form, and the model that owns each."""
 
     def __init__(self, model: mujoco.MjModel, models: list[ModelInfo]) -> None:
+        table = element_names(model)
         self.sensors: list[SensorInfo] = []
         for i in range(model.nsensor):
             objtype, objid = int(model.sensor_objtype[i]), int(model.sensor_objid[i])
@@ -111,10 +113,10 @@ class SensorTable:
             self.sensors.append(
                 SensorInfo(
                     index=i,
-                    name=object_name(model, _OBJ.mjOBJ_SENSOR, i),
+                    name=table.sensor[i],
                     type=sensor_type_name(int(model.sensor_type[i])),
                     object_type=_object_type_name(objtype) if named else "",
-                    object_name=object_name(model, _OBJ(objtype), objid) if named else "",
+                    object_name=table.name(objtype, objid) if named else "",
                     adr=int(model.sensor_adr[i]),
                     dim=int(model.sensor_dim[i]),
                     noise=float(model.sensor_noise[i]),
@@ -153,9 +155,7 @@ class SensorTable:
         for (kind, site), parts in on_site.items():
             if kind == "imu" and not ({"angular_velocity", "linear_acceleration"} & parts.keys()):
                 continue
-            devices.append(
-                SensorDevice(kind, object_name(model, _OBJ.mjOBJ_SITE, site), site, parts)
-            )
+            devices.append(SensorDevice(kind, element_names(model).site[site], site, parts))
         order = {k: i for i, k in enumerate(DEVICE_ROLES)}
         devices.sort(key=lambda d: (order[d.kind], d.site, d.label))
         return devices

@@ -20,6 +20,7 @@ from sensor_msgs.msg import CameraInfo, Image
 
 from metasim_ros.core.scene.cameras import CameraRenderer, intrinsic_matrix
 from metasim_ros.core.sim.access import SimulationAccess
+from metasim_ros.core.state.frames import FrameTree
 from metasim_ros.ros.conversions import stamp
 from metasim_ros.ros.parameters import SimParameters
 from metasim_ros.ros.readers import anyone_reads
@@ -103,7 +104,8 @@ class CameraStreamer:
         called with the simulation held."""
         model, p = h.model, self._params
         self._version = h.model_version
-        names = [model.camera(c).name for c in range(model.ncam)]
+        names = list(h.cameras)
+        frames = FrameTree(model, p.frame_prefix).optical_frames
         for gone in set(self._pubs) - set(names):
             for pub in self._pubs.pop(gone):
                 self._node.destroy_publisher(pub)
@@ -124,7 +126,7 @@ class CameraStreamer:
                 c,
                 p.camera_width,
                 p.camera_height,
-                f"{p.frame_prefix}{name}_optical_frame",
+                frames[c],
             )
             for c, name in enumerate(names)
         ]

@@ -8,13 +8,11 @@ a subscriber the cost is one subscriber count per period, and no lock is taken.
 
 from __future__ import annotations
 
-import mujoco
 from geometry_msgs.msg import Point
 from metasim_msgs.msg import Contact, Contacts
 from rclpy.node import Node
 from visualization_msgs.msg import Marker, MarkerArray
 
-from metasim_ros.core.scene.loading import names
 from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.state.forces import ContactReadings
 from metasim_ros.core.state.frames import FrameTree, mat_to_quat
@@ -38,14 +36,13 @@ class ContactTopics:
         self._pool: list[Contact] = []
         self._markers = MarkerArray()
         self._clear = Marker(action=Marker.DELETEALL, ns="contacts")
+        self._clear.header.frame_id = tree.world
         self._marker_pool: list[Marker] = []
         self.follow(handler, tree)
 
     def follow(self, handler: MujocoHandler, tree: FrameTree) -> None:
         """Geom and body names of the handler's current model (with the simulation held)."""
-        m = handler.model
-        self._geoms = names(m, mujoco.mjtObj.mjOBJ_GEOM, m.ngeom)
-        self._bodies = handler.body_names
+        self._geoms, self._bodies = handler.names.geom, handler.names.body
 
     def active(self) -> bool:
         """Someone subscribes to the contacts or their markers."""

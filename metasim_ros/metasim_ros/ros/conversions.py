@@ -12,6 +12,9 @@ and nothing without its bit changes (a default-built ModelState sets nothing):
 - JOINT_POSITIONS, JOINT_VELOCITIES, POSITION_TARGETS, VELOCITY_TARGETS: that field of
   every listed JointState whose array is non-empty (targets: robots only); effort and
   errors are outputs and ignored;
+- data given without its bit (a non-empty joint array, a free model's pose or twist other
+  than the default-built one) is refused, naming the bit: it would be silently dropped;
+  joint names are checked and NaN/inf refused whatever the mask;
 - link_states are outputs (they follow from the joints) and are ignored;
 - a model named twice in one WorldState, or a joint twice in one ModelState (or in a
   joint_targets message), is refused rather than resolved by order.
@@ -101,16 +104,15 @@ class WorldStateFiller:
     is released, from values copied under it.
     """
 
-    def __init__(self, handler, world_frame: str = "world") -> None:
-        self._model = handler.model
+    def __init__(self, handler, world_frame: str) -> None:
         self._models = handler.models
         self._world_frame = world_frame
+        self._types = handler.model.jnt_type.copy()
         self._msgs: dict[int, WorldState] = {}
 
     def _build(self, env_id: int) -> WorldState:
         msg = WorldState(env_id=env_id)
         msg.header.frame_id = self._world_frame
-        model = self._model
         for info in self._models:
             msg.model_states.append(
                 ModelState(
@@ -120,8 +122,8 @@ class WorldStateFiller:
                     field_mask=ModelState.ALL,
                     link_states=[LinkState(name=b) for b in info.bodies],
                     joint_states=[
-                        MsJointState(name=model.joint(j).name, type=int(model.jnt_type[j]))
-                        for j in info.joint_ids
+                        MsJointState(name=name, type=int(self._types[j]))
+                        for name, j in zip(info.joints, info.joint_ids)
                     ],
                 )
             )
@@ -165,8 +167,8 @@ class JointStateFiller:
 
     def __init__(self, handler) -> None:
         self._handler = handler
-        names = [j for robot in handler.robots for j in robot.joints]
-        self._arrays = RobotJointArrays(handler.model, names)
+        ids = [j for robot in handler.robots for j in robot.joint_ids]
+        self._arrays = RobotJointArrays(handler.model, ids)
         self.msg = JointState(name=self._arrays.names)
 
     def fill(self, env_id: int = 0) -> JointState:
@@ -182,13 +184,48 @@ class JointStateFiller:
 _ARRAY_FIELDS = tuple(
     f for f, t in MsJointState.get_fields_and_field_types().items() if t.startswith("sequence<")
 )
-#: JointState field -> (field_mask bit, core state key)
+#: JointState input field -> (field_mask bit, the bit's name, core state key)
 _JOINT_FIELDS = (
-    ("position", ModelState.JOINT_POSITIONS, "dof_pos"),
-    ("velocity", ModelState.JOINT_VELOCITIES, "dof_vel"),
-    ("position_target", ModelState.POSITION_TARGETS, "dof_pos_target"),
-    ("velocity_target", ModelState.VELOCITY_TARGETS, "dof_vel_target"),
+    ("position", ModelState.JOINT_POSITIONS, "JOINT_POSITIONS", "dof_pos"),
+    ("velocity", ModelState.JOINT_VELOCITIES, "JOINT_VELOCITIES", "dof_vel"),
+    ("position_target", ModelState.POSITION_TARGETS, "POSITION_TARGETS", "dof_pos_target"),
+    ("velocity_target", ModelState.VELOCITY_TARGETS, "VELOCITY_TARGETS", "dof_vel_target"),
 )
+_ROOT_BITS = ModelState.POSE | ModelState.TWIST
+#: A default-built pose (x, y, z, qx, qy, qz, qw: the origin, w=1) and twist.
+_DEFAULT_POSE, _DEFAULT_TWIST = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0), (0.0,) * 6
+
+
+def _refuse_unmasked(
+    key: str, what: str, values: Sequence[float], bit_name: str, mask: int
+) -> None:
+    """Refuse data given without its field_mask bit: it would be silently dropped. The
+    reply names the bit to set, or the NaN/inf it holds (refused whatever the mask)."""
+    if not all(map(math.isfinite, values)):
+        raise StateValidationError(key, "non-finite value")
+    bit = getattr(ModelState, bit_name)
+    unset = "default-built" if bit in (ModelState.POSE, ModelState.TWIST) else "empty"
+    raise StateValidationError(
+        key,
+        f"{what} given but field_mask ({mask}) lacks ModelState.{bit_name} ({bit}): add "
+        f"{bit_name} to field_mask to set it, or leave the {what} {unset}",
+    )
+
+
+def _check_free_root(key: str, ms: ModelState) -> None:
+    """Refuse a free-floating model's pose or twist given without its bit (other than the
+    default-built one); with its bit the core checks the values."""
+    mask = ms.field_mask
+    if not mask & ModelState.POSE:
+        p, o = ms.pose.position, ms.pose.orientation
+        pose = (p.x, p.y, p.z, o.x, o.y, o.z, o.w)
+        if pose != _DEFAULT_POSE:
+            _refuse_unmasked(f"{key}.pose", "pose", pose, "POSE", mask)
+    if not mask & ModelState.TWIST:
+        lin, ang = ms.twist.linear, ms.twist.angular
+        twist = (lin.x, lin.y, lin.z, ang.x, ang.y, ang.z)
+        if twist != _DEFAULT_TWIST:
+            _refuse_unmasked(f"{key}.twist", "twist", twist, "TWIST", mask)
 
 
 def check_set_states_sizes(worlds: list[WorldState], num_envs: int, infos: dict) -> None:
@@ -244,13 +281,17 @@ def _refuse_model_state(key: str, ms: ModelState, info) -> None:
             )
 
 
-def world_to_states(handler, worlds: list[WorldState]) -> tuple[list[dict], list[int]]:
+def world_to_states(
+    handler, worlds: list[WorldState], world_frame: str
+) -> tuple[list[dict], list[int]]:
     """SetStates request -> (partial core states, env ids). Raises StateValidationError.
-    Sizes are checked before anything is built (check_set_states_sizes)."""
+    Sizes are checked before anything is built (check_set_states_sizes). Poses are in
+    `world_frame` (the node's, with its prefix; '' means it too)."""
     infos = {m.name: m for m in handler.models}
     check_set_states_sizes(worlds, handler.num_envs, infos)
     env_ids: list[int] = []
     states: list[dict] = []
+    joints_of: dict[str, frozenset[str]] = {}  # the joint names of each model asked for
     for w_index, world in enumerate(worlds):
         if world.env_id >= handler.num_envs:
             raise StateValidationError(
@@ -270,10 +311,10 @@ def world_to_states(handler, worlds: list[WorldState]) -> tuple[list[dict], list
             if ms.name in seen:
                 raise StateValidationError(f"models.{ms.name}", "model given twice")
             seen.add(ms.name)
-            if ms.reference_frame not in ("", "world"):
+            if ms.reference_frame not in ("", world_frame):
                 raise StateValidationError(
                     f"models.{ms.name}.reference_frame",
-                    f"only 'world' is supported, got '{shown(ms.reference_frame)}'",
+                    f"only '{shown(world_frame)}' is supported, got '{shown(ms.reference_frame)}'",
                 )
             info = infos[ms.name]
             section = "robots" if info.kind == "robot" else "objects"
@@ -285,27 +326,47 @@ def world_to_states(handler, worlds: list[WorldState]) -> tuple[list[dict], list
                     f"{ModelState.ALL:#x})",
                 )
             m: dict = state[section].setdefault(ms.name, {})
+            if info.free and mask & _ROOT_BITS != _ROOT_BITS:
+                _check_free_root(f"{section}.{ms.name}", ms)
             if info.free and mask & ModelState.POSE:
                 m["pos"], m["rot"] = xyz(ms.pose.position), wxyz(ms.pose.orientation)
             if info.free and mask & ModelState.TWIST:
                 m["vel"], m["ang_vel"] = xyz(ms.twist.linear), xyz(ms.twist.angular)
             joints: set[str] = set()
+            known = joints_of.get(ms.name)
+            if known is None:
+                known = joints_of[ms.name] = frozenset(info.joints)
             for js in ms.joint_states:
-                if js.name in joints:
+                name = js.name
+                if name in joints:
                     raise StateValidationError(
-                        f"{section}.{ms.name}.joint_states.{js.name}", "joint given twice"
+                        f"{section}.{ms.name}.joint_states.{name}", "joint given twice"
                     )
-                joints.add(js.name)
-                for field, bit, key in _JOINT_FIELDS:
+                joints.add(name)
+                if name not in known:
+                    raise StateValidationError(
+                        f"{section}.{ms.name}.joint_states.{name}", f"unknown joint of {ms.name}"
+                    )
+                for field, bit, bit_name, core_key in _JOINT_FIELDS:
                     values = getattr(js, field)
-                    if not mask & bit or len(values) == 0:
+                    if len(values) == 0:
                         continue
-                    if key.endswith("_target") and section != "robots":
-                        raise StateValidationError(
-                            f"{section}.{ms.name}.{key}.{js.name}", "only robots have joint targets"
+                    if not mask & bit:
+                        _refuse_unmasked(
+                            f"{section}.{ms.name}.joint_states.{name}.{field}",
+                            field,
+                            values,
+                            bit_name,
+                            mask,
                         )
-                    # the core checks the length against the joint (1-DOF values may be [v])
-                    m.setdefault(key, {})[js.name] = np.asarray(values, dtype=np.float64)
+                    if core_key.endswith("_target") and section != "robots":
+                        raise StateValidationError(
+                            f"{section}.{ms.name}.{core_key}.{name}",
+                            "only robots have joint targets",
+                        )
+                    # the core checks the values (finite, length for the joint; 1-DOF
+                    # values may be [v])
+                    m.setdefault(core_key, {})[name] = np.asarray(values, dtype=np.float64)
         states.append(state)
     return states, env_ids
 

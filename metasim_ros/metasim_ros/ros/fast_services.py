@@ -9,7 +9,7 @@ has about 50 (its services, simulation_interfaces, parameters, actions). That wo
 shares the GIL with the callback and made ~/get_states 1.5-1.7x a bare rclpy service.
 The C++ EventsExecutor dispatches without it. It runs one callback at a time and, in
 this rclpy, cannot resume coroutine callbacks, so only short synchronous callbacks
-belong here; anything that can take long stays on sim_node's MultiThreadedExecutor.
+belong here; anything that can take long stays on sim_node's executor (ros/executor.py).
 
 The node is named `<sim_node's name>_states`, in sim_node's namespace; its service
 names are sim_node's (`~/get_states` resolves to /sim_node/get_states, remaps

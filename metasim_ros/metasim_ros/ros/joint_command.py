@@ -5,7 +5,7 @@ JointState-topic ros2_control hardware interface (and Isaac Sim's bridge).
 
 Each of position / velocity / effort is empty or holds one value per name; a NaN entry
 means "not given for this joint", so one message can command joints in different modes.
-The core routes each joint's command to what drives it (core.state.commands).
+The core routes each joint's command to what drives it (core.control.commands).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 
+from metasim_ros.core.control.commands import JointCommand
 from metasim_ros.core.errors import RequestError, StateValidationError
 from metasim_ros.core.sim.access import SimulationAccess
-from metasim_ros.core.state.commands import JointCommand
 from metasim_ros.ros.conversions import check_joint_message_sizes, check_unique_names
 from metasim_ros.ros.log_limit import LogLimit
 

@@ -13,12 +13,17 @@ descriptor so `ros2 param describe` shows it and rclpy enforces it), the checks
 
 Every accepted value keeps the node running: numbers must be finite and inside their
 range (nan/inf are refused explicitly, not left to rclpy's range check).
+
+kp and kd (`per_joint`) are dynamically typed, as a user types them: a number (double
+or integer) for every motor joint, or 'joint=number' entries as a string or a list of
+strings; their joints are checked against the model by the handler that takes them.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import re
 import sys
 import textwrap
 from array import array
@@ -31,9 +36,16 @@ from rcl_interfaces.msg import (
     ParameterDescriptor,
     SetParametersResult,
 )
-from rclpy.exceptions import ParameterException
+from rclpy.exceptions import InvalidTopicNameException, ParameterException
+from rclpy.expand_topic_name import expand_topic_name
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from rclpy.validate_full_topic_name import validate_full_topic_name
+
+from metasim_ros.core.control.laws import Gains, parse_gains
+from metasim_ros.core.errors import ConfigurationError
+from metasim_ros.core.paths import ros_home
+from metasim_ros.core.scene.budget import ModelLimits
 
 #: Largest ROS integer parameter (int64): the upper end of ranges with no upper bound.
 _INT64_MAX = 2**63 - 1
@@ -42,11 +54,13 @@ _RATE_MAX = 10_000.0  # Hz
 _RATE_MIN = 0.01
 #: Most steps one ~/step request can hold (its `steps` field is a uint32).
 _STEPS_MAX = 2**32 - 1
+#: Largest PD gain: beyond it a 1 rad (or 1 m) error asks for a force beyond MuJoCo's
+#: mjMAXVAL (1e10), where the simulation resets.
+_GAIN_MAX = 1e10
 
 
 def _default_snapshot_dir() -> str:
-    home = os.environ.get("ROS_HOME") or os.path.join(os.path.expanduser("~"), ".ros")
-    return os.path.join(home, "metasim_snapshots")
+    return os.path.join(ros_home(), "metasim_snapshots")
 
 
 def _resolve_snapshot_dir(value: str) -> str:
@@ -55,8 +69,7 @@ def _resolve_snapshot_dir(value: str) -> str:
 
 def _ros_home_dir(name: str) -> Callable[[str], str]:
     def resolve(value: str) -> str:
-        home = os.environ.get("ROS_HOME") or os.path.join(os.path.expanduser("~"), ".ros")
-        return os.path.expanduser(value or os.path.join(home, name))
+        return os.path.expanduser(value or os.path.join(ros_home(), name))
 
     return resolve
 
@@ -80,9 +93,13 @@ class Param:
     high: float | int | None = None
     choices: tuple[str, ...] | None = None
     item: type = str  # element type of a list parameter (str or int); low/high bound each
+    #: a number for every motor joint, or 'joint=number' entries (a string or a list of
+    #: strings; a bare number is the default): the ROS parameter is dynamically typed
+    per_joint: bool = False
     #: where 0 means "no limit" (as fast as possible, every batch): the least other value
     nonzero_low: float | None = None
     resolve: Callable[[Any], Any] | None = None  # start-up value -> attribute value
+    check: Callable[[Any], str | None] | None = None  # a further check: why it is refused
 
     @property
     def kind(self) -> type:
@@ -91,6 +108,12 @@ class Param:
 
     def constraint(self) -> str:
         """The allowed values in words ('' when any value of the type is allowed)."""
+        if self.per_joint:
+            return (
+                f"a number in [{_num(self.low)}, {_num(self.high)}] for every motor joint, or "
+                "joint=number entries as a string or a list of strings, where a bare number "
+                "is the default of the joints not named (e.g. ['500', 'knee=20'])"
+            )
         if self.choices:
             return "one of: " + ", ".join(self.choices)
         each = "each " if self.kind is list else ""
@@ -111,6 +134,8 @@ class Param:
 
     def problem(self, value: Any) -> str | None:
         """Why `value` is refused, or None if it is accepted."""
+        if self.per_joint and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            return self._entries_problem(value)
         kind = self.kind
         if kind is float:
             if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -139,6 +164,20 @@ class Param:
             return f"must be {self.constraint()}"
         if self.nonzero_low is not None and 0 < value < self.nonzero_low:
             return f"must be {self.constraint()}"
+        return self.check(value) if self.check is not None else None
+
+    def _entries_problem(self, value: Any) -> str | None:
+        """Why joint=number entries (a string or a list of strings) are refused, or None."""
+        entries = [value] if isinstance(value, str) else value
+        if not isinstance(entries, (list, tuple)) or not all(isinstance(e, str) for e in entries):
+            return f"must be a number or joint=number strings, got {_value_text(value)}"
+        try:  # the joints are checked against the model when the handler takes them
+            gains = parse_gains(entries, self.name)
+        except ConfigurationError as exc:
+            return str(exc).removeprefix(f"{self.name}: ")
+        if max(gains.values(), default=0.0) > self.high:
+            entry = next(e for e in entries if float(e.rpartition("=")[2]) > self.high)
+            return f"{entry!r} is above {_num(self.high)}"
         return None
 
     def descriptor(self) -> ParameterDescriptor:
@@ -147,6 +186,7 @@ class Param:
             description=self.description,
             read_only=not self.dynamic,
             additional_constraints=self.constraint(),
+            dynamic_typing=self.per_joint,
         )
         if self.kind is float and self.low is not None:
             d.floating_point_range = [
@@ -172,6 +212,28 @@ def _p(default: Any, description: str, **declaration: Any) -> Any:
 
 
 _RATE = {"dynamic": True, "low": _RATE_MIN, "high": _RATE_MAX}
+_GAINS = {"dynamic": True, "low": 0.0, "high": _GAIN_MAX, "per_joint": True}
+_LIMITS = ModelLimits()
+
+
+def sim_interfaces_prefix(namespace: str) -> str:
+    """The prefix of the simulation_interfaces names for a `sim_interfaces_namespace`
+    value: '~/' for '~', '/' for '' or '/', else the namespace and '/'."""
+    ns = namespace.strip()
+    return "~/" if ns == "~" else "/" if ns in ("", "/") else ns.rstrip("/") + "/"
+
+
+def _namespace_problem(value: str) -> str | None:
+    """Why rcl would refuse the services' names under `value` (one line), else None."""
+    name = sim_interfaces_prefix(value) + "spawn_entity"
+    try:
+        validate_full_topic_name(expand_topic_name(name, "sim_node", "/"))
+    except (ValueError, InvalidTopicNameException) as exc:
+        reason = str(exc).splitlines()[0]
+        reason = re.sub(r"^.*? is invalid: |^Invalid topic name: ", "", reason)
+        reason = re.sub(r", at \S+$", "", reason).rstrip(":")
+        return f"is not a namespace ROS accepts ({reason})"
+    return None
 
 
 @dataclass
@@ -214,7 +276,11 @@ class SimParameters:
         "camera rendering: 'fast' has no shadows and no MSAA (right for CPU rendering)",
         choices=("fast", "quality"),
     )
-    frame_prefix: str = _p("", "prefix of every TF frame name (e.g. 'sim/')")
+    frame_prefix: str = _p(
+        "",
+        "prefix of every TF frame name (e.g. 'sim/'), and so of every frame id the node "
+        "publishes or replies",
+    )
     on_divergence: str = _p(
         "reset",
         "what to do when the physics of an env blows up (NaN/Inf/huge values): "
@@ -229,6 +295,29 @@ class SimParameters:
         "$ROS_HOME/metasim_snapshots (~/.ros/metasim_snapshots); nothing outside it is "
         "read or written",
         resolve=_resolve_snapshot_dir,
+    )
+    recordings_dir: str = _p(
+        "",
+        "directory that episode folders (~/start_recording, ~/replay) resolve in; empty = "
+        "$ROS_HOME/metasim_recordings (~/.ros/metasim_recordings); nothing outside it is "
+        "read or written",
+        resolve=_ros_home_dir("metasim_recordings"),
+    )
+    record_every: int = _p(
+        1,
+        "a recording keeps the exact state every this many physics steps (and at every "
+        "change: commands, set_states, goals, wrenches, loads)",
+        dynamic=True,
+        low=1,
+        high=1_000_000,
+    )
+    record_queue_bytes: int = _p(
+        256 * 1024 * 1024,
+        "bound of a recording's queue to its writer (bytes): when the disk falls behind, "
+        "rows and messages beyond it are dropped and counted (~/status), physics never waits",
+        dynamic=True,
+        low=1024 * 1024,
+        high=64 * 1024**3,
     )
     snapshot_max_bytes: int = _p(
         1024**3,
@@ -267,12 +356,8 @@ class SimParameters:
         "(Tan et al. 2011: stable at high gains)",
         choices=("pd", "stable_pd"),
     )
-    kp: list[str] = _p(
-        ["100"], "PD stiffness of motor-driven joints: a number for all and/or joint=number"
-    )
-    kd: list[str] = _p(
-        ["10"], "PD damping of motor-driven joints: a number for all and/or joint=number"
-    )
+    kp: float | str | list[str] = _p(100.0, "PD stiffness of motor-driven robot joints", **_GAINS)
+    kd: float | str | list[str] = _p(10.0, "PD damping of motor-driven robot joints", **_GAINS)
     trajectory_action: str = _p(
         "{robot}_controller/follow_joint_trajectory",
         "control_msgs/FollowJointTrajectory action server per robot ({robot} = its name; "
@@ -291,6 +376,7 @@ class SimParameters:
         "namespace of the simulation_interfaces (standard simulator API) services and "
         "action: '~' = the node's (/sim_node/spawn_entity, ...); '/' = none, the global "
         "names Gazebo (ros_gz_sim) and Isaac Sim serve (/spawn_entity, ...); or any namespace",
+        check=_namespace_problem,
     )
     spawnables_dir: str = _p(
         "",
@@ -303,6 +389,49 @@ class SimParameters:
         "directory of the scene files GetAvailableWorlds lists and LoadWorld URIs name; "
         "empty = $ROS_HOME/metasim_worlds; nothing outside it is read",
         resolve=_ros_home_dir("metasim_worlds"),
+    )
+    model_max_bodies: int = _p(
+        _LIMITS.bodies,
+        "most bodies an entity or world from outside (SpawnEntity, LoadWorld, a snapshot's "
+        "spawned entity) may hold, counted before MuJoCo reads it",
+        low=1,
+        high=1_000_000,
+    )
+    model_max_depth: int = _p(
+        _LIMITS.depth,
+        "most bodies in one chain (from the root) of a model from outside (MuJoCo's compile "
+        "grows steeply with depth)",
+        low=1,
+        high=1_000,
+    )
+    model_max_joints: int = _p(
+        _LIMITS.joints, "most joints of a model from outside", low=1, high=1_000_000
+    )
+    model_max_vertices: int = _p(
+        _LIMITS.vertices,
+        "most mesh, skin and flex vertices and height-field samples of a model from outside "
+        "(inline and in its files)",
+        low=1,
+        high=1_000_000_000,
+    )
+    model_max_texture_pixels: int = _p(
+        _LIMITS.texture_pixels,
+        "most texture pixels of a model from outside (built-in and in its files)",
+        low=1,
+        high=1_000_000_000,
+    )
+    model_compile_timeout: float = _p(
+        _LIMITS.compile_seconds,
+        "seconds (wall clock) the worker process may take to build a model edit or a world "
+        "(compile and first step); it is stopped after that and the request refused",
+        low=0.1,
+        high=3_600.0,
+    )
+    model_memory_limit: int = _p(
+        _LIMITS.memory,
+        "bytes of memory the worker process that builds models may take, and the most the "
+        "MjData of every env of a new model may take together",
+        low=512 * 1024**2,  # the worker itself (Python, MuJoCo, numpy) takes ~300 MB
     )
     entity_bounds: str = _p(
         "box",
@@ -405,6 +534,14 @@ def declare(node: Node) -> SimParameters:
     return SimParameters(**values)
 
 
+def gains(value: float | str | list[str], what: str) -> Gains:
+    """A kp/kd value (accepted by its Param) as the handler takes it: one number for every
+    motor joint, or {joint: number, "*": default} (a string is one entry)."""
+    if isinstance(value, (int, float)):
+        return float(value)
+    return parse_gains([value] if isinstance(value, str) else list(value), what)
+
+
 def check_update(params: list[Parameter]) -> SetParametersResult:
     """Refuse a runtime parameter change that would be invalid (reason names it)."""
     for param in params:
@@ -425,6 +562,19 @@ def _value_text(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(map(str, value)) + "]"
     return value if value else '""'
+
+
+def model_limits(params: SimParameters) -> ModelLimits:
+    """The limits of models from outside, from the model_* parameters."""
+    return ModelLimits(
+        bodies=params.model_max_bodies,
+        depth=params.model_max_depth,
+        joints=params.model_max_joints,
+        vertices=params.model_max_vertices,
+        texture_pixels=params.model_max_texture_pixels,
+        compile_seconds=params.model_compile_timeout,
+        memory=params.model_memory_limit,
+    )
 
 
 def startup_summary(params: SimParameters) -> str:

@@ -1,6 +1,7 @@
 # Copyright 2026 metasim_ros developers
 # SPDX-License-Identifier: Apache-2.0
-"""What rviz2 needs besides TF: ~/scene_markers and robot_description.
+"""What rviz2 needs besides TF: ~/scene_markers and robot_description (whose meshes
+MuJoCo has no file for are written to $ROS_HOME/metasim_meshes, see mesh_export.py).
 
 Both are latched (reliable, transient local, depth 1): published at start-up, when
 their parameters change and after the model changed (spawn, delete, a new world), never
@@ -21,7 +22,9 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 from visualization_msgs.msg import Marker, MarkerArray
 
+from metasim_ros.core.errors import FileAccessError
 from metasim_ros.core.scene import markers as mk
+from metasim_ros.core.scene.mesh_export import ros_mesh_folder
 from metasim_ros.core.scene.urdf import robot_description
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.state.frames import FrameTree
@@ -41,13 +44,16 @@ _TYPES = {
 }
 
 
-def marker_array(visuals: Iterable[mk.GeomVisual], frames: list[str]) -> MarkerArray:
-    """DELETEALL, then one frame-locked marker per visual (namespace: its model, id: the
-    geom id; stamp 0: rviz2 draws frame-locked markers at the latest TF)."""
-    msg = MarkerArray(markers=[Marker(action=Marker.DELETEALL)])
+def marker_array(visuals: Iterable[mk.GeomVisual], tree: FrameTree) -> MarkerArray:
+    """DELETEALL, then one frame-locked marker per visual in its body's frame (namespace:
+    its model, id: the geom id; stamp 0: rviz2 draws frame-locked markers at the latest
+    TF)."""
+    clear = Marker(action=Marker.DELETEALL)
+    clear.header.frame_id = tree.world
+    msg = MarkerArray(markers=[clear])
     for v in visuals:
         m = Marker(ns=v.model, id=v.geom, type=_TYPES[v.shape], frame_locked=True)
-        m.header.frame_id = frames[v.body]
+        m.header.frame_id = tree.body_frames[v.body]
         fill_pose(m.pose, v.pos, v.quat)
         fill_xyz(m.scale, v.scale)
         m.color.r, m.color.g, m.color.b, m.color.a = (float(x) for x in v.rgba)
@@ -72,22 +78,29 @@ class RvizTopics:
         self._mutex = threading.RLock()  # one publisher of the pair at a time, in order
         self._markers = node.create_publisher(MarkerArray, "~/scene_markers", LATCHED_QOS)
         self._description = None
-        sim.follow_model(
-            lambda h: (h.model, list(h.robots), h.scene_path, list(h.body_names)), self._build
-        )
+        sim.follow_model(lambda h: (h.model, list(h.robots), h.scene_path), self._build)
 
     def _build(self, taken: tuple) -> None:
         """Markers and description of a new model, republished."""
-        model, robots, path, body_names = taken
+        model, robots, path = taken
         with self._mutex:
-            frames = FrameTree(model, body_names, self._params.frame_prefix).body_frames
-            self._scene = (model, frames)
+            self._scene = (model, FrameTree(model, self._params.frame_prefix))
             self.publish_markers(self._params)
             self._publish_description(model, robots, path)
 
+    def _describe(self, model, robots: list, path: str | None) -> str | None:
+        """robot_description's text, its generated meshes in $ROS_HOME/metasim_meshes;
+        without them (comments in their place) when they cannot be written."""
+        groups = self._params.marker_groups
+        try:
+            return robot_description(model, robots, path, groups, ros_mesh_folder())
+        except FileAccessError as exc:
+            self._log.warning(f"robot_description without its generated meshes: {exc}")
+            return robot_description(model, robots, path, groups)
+
     def _publish_description(self, model, robots: list, path: str | None) -> None:
         try:
-            text = robot_description(model, robots, path, self._params.marker_groups)
+            text = self._describe(model, robots, path)
         except Exception:  # a bug in the description must not keep the simulation from running
             self._log.error(log_block(f"no robot_description:\n{traceback.format_exc()}"))
             text = None
@@ -106,6 +119,6 @@ class RvizTopics:
         """The markers for the current `markers` / `marker_groups` (only a DELETEALL when
         markers are off)."""
         with self._mutex:
-            model, frames = self._scene
+            model, tree = self._scene
             visuals = mk.geom_visuals(model, params.marker_groups) if params.markers else []
-            self._markers.publish(marker_array(visuals, frames))
+            self._markers.publish(marker_array(visuals, tree))

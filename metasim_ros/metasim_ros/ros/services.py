@@ -44,6 +44,7 @@ from metasim_ros.core.sim.access import SHUTTING_DOWN, SimulationAccess
 from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.snapshot import apply_load, capture_snapshot, prepare_load, write_captured
 from metasim_ros.core.state import limits
+from metasim_ros.core.state.frames import world_frame
 from metasim_ros.core.text import bounded, log_block
 from metasim_ros.ros.conversions import WorldStateFiller, world_to_states
 from metasim_ros.ros.fast_services import FastServices
@@ -142,6 +143,7 @@ class SimServices:
     ) -> None:
         self._sim = sim
         self._params = params
+        self._world_frame = world_frame(params.frame_prefix)
         self._clock_gaps = clock_gaps
         self.log_error = node.get_logger().error
         self._fast = fast
@@ -158,6 +160,8 @@ class SimServices:
         ):
             node.create_service(srv_type, name, cb, callback_group=group)
         self._replies = _Replies()
+        #: more health for ~/status: each gives (healthy, one line) or None
+        self.status_parts: list[Callable[[], tuple[bool, str] | None]] = []
 
     def _snapshot_path(self, name: str) -> Path:
         return resolve_inside(self._params.snapshot_dir, name)
@@ -167,7 +171,7 @@ class SimServices:
         """~/set_states: partial states, all or nothing."""
 
         def apply(h: MujocoHandler) -> int:  # parsed against the model it is applied to
-            states, env_ids = world_to_states(h, request.states)
+            states, env_ids = world_to_states(h, request.states, self._world_frame)
             h.set_states(states, env_ids)
             return len(states)
 
@@ -185,7 +189,8 @@ class SimServices:
                 readings = read_worlds(h)
                 version, total = h.model_version, h.num_envs
                 if replies.filler is None or replies.version != version:
-                    replies.filler, replies.version = WorldStateFiller(h), version  # this layout
+                    replies.filler = WorldStateFiller(h, self._world_frame)  # this layout
+                    replies.version = version
                     replies.get_states.states = []
             if read_remaining(self._sim, version, total, readings):
                 break
@@ -201,7 +206,8 @@ class SimServices:
         """~/load_snapshot: restore one state of a file, verified.
 
         The file is opened, read and checked against the model without the lock; only the
-        apply + verify (a few mj_forward-sized operations) holds it.
+        apply + verify (a few mj_forward-sized operations) holds it. Entities the file's
+        model spawned are added first, each built without the lock.
         """
         limits.check_name("group", request.group)
         path = self._snapshot_path(request.path)
@@ -213,11 +219,17 @@ class SimServices:
             max_bytes=self._params.snapshot_max_bytes,
             max_steps=self._params.snapshot_max_steps,
         )
-        with self._sim.locked() as h:
-            report = apply_load(h, prepared, allow_partial=request.allow_partial)
+        report = apply_load(
+            self._sim.handler,  # model facts only; the apply holds the lock
+            prepared,
+            allow_partial=request.allow_partial,
+            edits=self._sim,  # entities the file needs are built without the lock
+            locked=self._sim.locked,
+        )
         response.success, response.message = report.ok, report.summary()
         response.strategy = report.strategy
         response.exact = report.exact
+        response.not_exact = report.not_exact
         response.not_restored = report.not_restored
         response.name_mapping = report.mapping
         response.max_position_error = max(report.max_qpos_error, report.max_qvel_error)
@@ -262,6 +274,11 @@ class SimServices:
                 f"; longest /clock gap over the last {self._clock_gaps.window:g} s: "
                 f"{gap * 1e3:.1f} ms (clock_rate {self._params.clock_rate:g} Hz)"
             )
+        for part in self.status_parts:
+            found = part()
+            if found is not None:
+                response.success = response.success and found[0]
+                response.message += "; " + found[1]
         if not self._fast.alive:
             response.success = False
             response.message = "STOPPED: ~/get_states and ~/set_states are not served; " + (

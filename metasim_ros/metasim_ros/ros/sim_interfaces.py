@@ -36,10 +36,11 @@ from metasim_ros.core.scene.entity_info import EntityInfo
 from metasim_ros.core.sim import simulator as api
 from metasim_ros.core.sim.access import SHUTTING_DOWN, SimulationAccess
 from metasim_ros.core.sim.physics_loop import PhysicsLoop
+from metasim_ros.core.state.frames import world_frame
 from metasim_ros.core.text import bounded, shown
 from metasim_ros.ros.conversions import fill_pose, fill_twist, stamp, wxyz, xyz
 from metasim_ros.ros.message_sizes import check_message_sizes
-from metasim_ros.ros.parameters import SimParameters
+from metasim_ros.ros.parameters import SimParameters, sim_interfaces_prefix
 from metasim_ros.ros.qos import ACTION_QOS
 from metasim_ros.ros.services import guarded
 
@@ -198,7 +199,7 @@ class SimInterfaces:
         self._params = params
         self._sim = sim
         self.log_error = node.get_logger().error
-        self.world_frame = params.frame_prefix + "world"
+        self.world_frame = world_frame(params.frame_prefix)
         self.api = api.Simulator(
             sim,
             scene=params.scene or None,
@@ -208,8 +209,7 @@ class SimInterfaces:
             step_limit=lambda: params.step_limit,
             on_quit=on_quit,
         )
-        ns = params.sim_interfaces_namespace.strip()
-        self.prefix = "~/" if ns == "~" else "/" if ns in ("", "/") else ns.rstrip("/") + "/"
+        self.prefix = sim_interfaces_prefix(params.sim_interfaces_namespace)
         for srv_type, cb in (
             (ss.GetSimulatorFeatures, self.get_simulator_features),
             (ss.GetSimulationState, self.get_simulation_state),
@@ -392,19 +392,18 @@ class SimInterfaces:
 
     @answering(pose=ss.SetEntityState.Response.INVALID_POSE)
     def set_entity_state(self, request, response):
-        """SetEntityState: pose and/or twist in the world; acceleration unsupported."""
+        """SetEntityState: pose and/or twist in the world. A non-zero twist or acceleration
+        for a static entity fails (OPERATION_FAILED, as the .srv says); a dynamic entity's
+        acceleration is ignored, and the reply says so."""
         frame = request.state.header.frame_id
         if frame not in ("", self.world_frame):
             raise UnsupportedError(f"reference frame '{shown(frame)}': only {self.world_frame!r}")
-        if request.set_acceleration:
-            raise UnsupportedError(
-                "setting an acceleration is not supported (MuJoCo integrates it)"
-            )
-        pose, t = request.state.pose, request.state.twist
-        self.api.set_entity_state(
+        pose, t, a = request.state.pose, request.state.twist, request.state.acceleration
+        response.result.error_message = self.api.set_entity_state(
             request.entity,
             (xyz(pose.position), wxyz(pose.orientation)) if request.set_pose else None,
             (xyz(t.linear), xyz(t.angular)) if request.set_twist else None,
+            (xyz(a.linear), xyz(a.angular)) if request.set_acceleration else None,
         )
 
     @answering()
@@ -431,14 +430,11 @@ class SimInterfaces:
     # -- spawning ----------------------------------------------------------------------
     @answering()
     def get_spawnables(self, request, response):
-        """GetSpawnables: MJCF/URDF files of spawnables_dir with their bounds."""
-        for uri, description, region in self.api.spawnables():
+        """GetSpawnables: MJCF/URDF files of spawnables_dir (listed without compiling
+        them: no bounds)."""
+        for uri, description in self.api.spawnables():
             response.spawnables.append(
-                sm.Spawnable(
-                    entity_resource=sm.Resource(uri=uri),
-                    description=description,
-                    spawn_bounds=_bounds_msg(region),
-                )
+                sm.Spawnable(entity_resource=sm.Resource(uri=uri), description=description)
             )
         if request.sources:
             response.result.error_message = (
@@ -453,7 +449,12 @@ class SimInterfaces:
             )
         frame = request.initial_pose.header.frame_id
         prefix = self._params.frame_prefix
-        relative = "" if frame in ("", self.world_frame) else frame.removeprefix(prefix)
+        if frame in ("", self.world_frame):
+            relative = ""
+        elif frame.startswith(prefix):
+            relative = frame[len(prefix) :]
+        else:
+            raise NotFoundError(f"no frame '{shown(frame)}' (frames are '{prefix}<body name>')")
         pose = request.initial_pose.pose
         return self.api.spawn(
             request.name,

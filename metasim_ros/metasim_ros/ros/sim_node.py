@@ -18,6 +18,7 @@ from typing import Any
 
 import mujoco
 import rclpy
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.action import ActionServer
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.event_handler import PublisherEventCallbacks
@@ -30,10 +31,10 @@ from sensor_msgs.msg import JointState
 
 from metasim_ros.core import fastdds_shm
 from metasim_ros.core.atomic import abandon_writes, remove_interrupted
-from metasim_ros.core.errors import RequestError
+from metasim_ros.core.errors import ConfigurationError, RequestError
 from metasim_ros.core.memory import tune_malloc
+from metasim_ros.core.scene.worker import WorkerBuilder
 from metasim_ros.core.sim.access import SimulationAccess
-from metasim_ros.core.sim.actuation import parse_gains
 from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.text import log_block
 from metasim_ros.ros import parameters
@@ -45,6 +46,7 @@ from metasim_ros.ros.fast_services import FastServices
 from metasim_ros.ros.joint_command import JointCommandSubscriber
 from metasim_ros.ros.log_limit import LogLimit
 from metasim_ros.ros.qos import SERVICE_QOS
+from metasim_ros.ros.recording import RecordingServices
 from metasim_ros.ros.rviz import RvizTopics
 from metasim_ros.ros.sensor_topics import SensorTopics
 from metasim_ros.ros.services import ServiceGroups, SimServices
@@ -57,9 +59,10 @@ from metasim_ros.ros.wrench_services import WrenchServices
 #: switch interval it then waits behind any busy callback thread for up to that long.
 SWITCH_INTERVAL = 2e-4
 #: Executor threads: every service group at its busiest (ServiceGroups.CONCURRENT), the
-#: command inputs (joint targets / commands, trajectory topic) and a running trajectory
-#: goal (it waits in its thread), so an input never waits for a free thread.
-EXECUTOR_THREADS = ServiceGroups.CONCURRENT + 3
+#: command inputs (joint targets / commands, trajectory topic), a running trajectory
+#: goal (it waits in its thread) and a recording's topic taps, so an input never waits
+#: for a free thread.
+EXECUTOR_THREADS = ServiceGroups.CONCURRENT + 4
 #: Middle-generation collections per full one once start-up is frozen (Python: 10).
 FULL_COLLECTION_EVERY = 100
 #: Seconds the callbacks in flight at a stop get to end, their replies sent (running goals
@@ -87,21 +90,27 @@ class SimNode(Node):
         log = self.get_logger()
         #: warnings about outside input: one line per cause per LOG_PERIOD seconds
         self.warn_input = LogLimit(log.get_child("input").warning)
+
         # MuJoCo's warnings (e.g. instability) go to the ROS log, not stdout + MUJOCO_LOG.TXT;
         # one line per kind (numbers such as the DOF or time do not make a new kind)
-        mujoco.set_mju_user_warning(
-            lambda msg: self.warn_input(re.sub(r"[0-9.]+", "#", msg), f"MuJoCo: {msg}")
-        )
+        def mujoco_warning(msg: str) -> None:
+            self.warn_input(re.sub(r"[0-9.]+", "#", msg), f"MuJoCo: {msg}")
+
+        mujoco.set_mju_user_warning(mujoco_warning)
+        #: builds model edits and worlds in a worker process (core/scene/worker.py), started
+        #: by the first one (its start-up, importing MuJoCo, costs a core for a moment)
+        self.builder = WorkerBuilder(parameters.model_limits(p), mujoco_warning)
         handler = MujocoHandler(
             p.scene or None,
             num_envs=p.num_envs,
             robots=p.robots or None,
-            kp=parse_gains(p.kp, "kp"),
-            kd=parse_gains(p.kd, "kd"),
+            kp=parameters.gains(p.kp, "kp"),
+            kd=parameters.gains(p.kd, "kd"),
             actuation=p.actuation,
             trajectory_rate=p.trajectory_rate,
             camera_size=(p.camera_width, p.camera_height),
             fast_render=p.render_quality == "fast",
+            builder=self.builder,
         )
         Path(p.snapshot_dir).mkdir(parents=True, exist_ok=True)
         self._housekeeping(p.snapshot_dir)
@@ -163,7 +172,15 @@ class SimNode(Node):
         self.sim_interfaces = SimInterfaces(
             self, self.sim, p, self.sim_services.groups.writes, quit_soon(self.quit)
         )
-        self.add_on_set_parameters_callback(parameters.check_update)
+        self.recording = RecordingServices(
+            self,
+            self.sim,
+            p,
+            self.sim_services.groups.writes,
+            [p.joint_command_topic, "~/joint_targets", "~/joint_trajectory"],
+        )
+        self.sim_services.status_parts.append(self.recording.status)
+        self.add_on_set_parameters_callback(self._check_parameters)
         self.add_post_set_parameters_callback(self._apply_parameters)
 
     def _housekeeping(self, snapshot_dir: str) -> None:
@@ -225,11 +242,15 @@ class SimNode(Node):
         )
 
     def shutdown(self, timeout: float = 5.0) -> None:
-        """End running steps and goals (SimulationAccess.close), then stop the fast
-        services, cameras and physics, waiting for them up to `timeout` seconds in all: a
-        thread still held then (by a world being loaded under the lock) is left to itself."""
+        """End running steps and goals (SimulationAccess.close), stop the recording
+        (flushed and closed) and the model builder (a request waiting for it ends at
+        once), then the fast services, cameras and physics, waiting for these threads up
+        to `timeout` seconds in all: one still held then (by a request that holds the
+        simulation) is left to itself."""
         deadline = time.monotonic() + timeout
         self.sim.close()
+        self.recording.shutdown()
+        self.builder.close()
         self.fast_services.stop(max(0.0, deadline - time.monotonic()))
         self.cameras.stop(max(0.0, deadline - time.monotonic()))
         self.sim.loop.stop(max(0.0, deadline - time.monotonic()))
@@ -267,6 +288,25 @@ class SimNode(Node):
             )
 
     # -- parameters ------------------------------------------------------------------
+    def _check_parameters(self, params: list[Parameter]) -> SetParametersResult:
+        """Refuse an invalid change (parameters.check_update). New kp/kd are then checked
+        against the current model's motor joints by installing them, under the lock (this
+        is the last check of a set: nothing refuses them after it): first the new gain(s)
+        strictly, the other as a plain number; then both, the unchanged one as it stands
+        (its entries for joints not there now stay dormant, as after a model change)."""
+        result = parameters.check_update(params)
+        new = {p.name: p.value for p in params if p.name in ("kp", "kd")}
+        if not result.successful or not new:
+            return result
+        kp, kd = (parameters.gains(new.get(n, getattr(self.params, n)), n) for n in ("kp", "kd"))
+        try:
+            with self.sim.locked() as h:
+                h.set_gains(kp if "kp" in new else 0.0, kd if "kd" in new else 0.0)
+                h.set_gains(kp, kd, strict=False)
+        except ConfigurationError as exc:
+            return SetParametersResult(successful=False, reason=str(exc))
+        return result
+
     def _apply_parameters(self, params: list[Parameter]) -> None:
         for param in params:
             setattr(self.params, param.name, param.value)
@@ -286,13 +326,15 @@ class SimNode(Node):
 
 def stop(node: SimNode, executor: DrainingExecutor, said: str) -> None:
     """The orderly stop, in about a second whatever runs: say so in one line; end running
-    goals and steps (ABORTED, or replied: the node is shutting down) and let their replies
-    go out (`executor.drain`); stop the node's threads; remove the temp files of snapshot
-    writes still running; tear DDS down, so peers see the node leave at once. What still
-    runs then (a compile, a save) is abandoned: the caller ends the process without it.
-    `said`: the line, which says why."""
+    goals and steps (ABORTED, or replied: the node is shutting down) and requests waiting
+    for a compile (the builder's worker is killed), and let their replies go out
+    (`executor.drain`); close a recording; stop the node's threads; remove the temp files
+    of snapshot writes still running; tear DDS down, so peers see the node leave at once.
+    What still runs then (a large save) is abandoned: the caller ends the process without
+    it. `said`: the line, which says why."""
     node.get_logger().info(said)
     node.sim.close()
+    node.builder.close()  # a request waiting for a compile ends at once, refused
     executor.drain(DRAIN_LIMIT)
     node.shutdown(THREADS_LIMIT)
     executor.shutdown(timeout_sec=0)

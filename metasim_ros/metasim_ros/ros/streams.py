@@ -114,8 +114,8 @@ class _Layout:
     def __init__(self, h: MujocoHandler, frame_prefix: str) -> None:
         self.version = h.model_version
         self.joints = JointStateFiller(h)
-        self.world = WorldStateFiller(h)
-        self.tree = FrameTree(h.model, h.body_names, frame_prefix)
+        self.tree = FrameTree(h.model, frame_prefix)
+        self.world = WorldStateFiller(h, self.tree.world)
         self.tf = DynamicTf(self.tree)
         self.static_tf = static_message(self.tree, h.sim_time(0))
 

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """FollowJointTrajectory action servers (one per robot) and `~/joint_trajectory`, as
 joint_trajectory_controller offers them; the execution itself is core logic
-(core.sim.trajectory) that advances inside the physics steps, in sim time.
+(core.control.trajectory) that advances inside the physics steps, in sim time.
 
 Goals are checked when they arrive (unknown joints, malformed points: rejected). An
 accepted goal preempts the robot's running one, which ends ABORTED with INVALID_GOAL and
@@ -25,17 +25,17 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallb
 from rclpy.node import Node
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from metasim_ros.core.errors import RequestError, StateValidationError
-from metasim_ros.core.sim.access import SHUTTING_DOWN, SimulationAccess
-from metasim_ros.core.sim.interpolation import Waypoints
-from metasim_ros.core.sim.trajectory import (
+from metasim_ros.core.control.goals import (
     INVALID_GOAL,
     SUCCESSFUL,
     Feedback,
     Tolerance,
-    TrajectoryExecution,
     TrajectoryGoal,
+    TrajectoryRun,
 )
+from metasim_ros.core.control.interpolation import Waypoints
+from metasim_ros.core.errors import RequestError, StateValidationError
+from metasim_ros.core.sim.access import SHUTTING_DOWN, SimulationAccess
 from metasim_ros.core.state import limits
 from metasim_ros.core.text import bounded
 from metasim_ros.ros.conversions import stamp
@@ -143,11 +143,11 @@ def _point(p: JointTrajectoryPoint, since: float, values: tuple[np.ndarray, ...]
     p.time_from_start = _duration(since)
 
 
-def feedback_message(ex: TrajectoryExecution, fb: Feedback) -> FollowJointTrajectory.Feedback:
+def feedback_message(run: TrajectoryRun, fb: Feedback) -> FollowJointTrajectory.Feedback:
     """desired / actual / error (= desired - actual) of one controller update."""
-    msg = FollowJointTrajectory.Feedback(joint_names=ex.joints, index=fb.index)
+    msg = FollowJointTrajectory.Feedback(joint_names=run.joints, index=fb.index)
     msg.header.stamp = stamp(fb.time)
-    since = fb.time - ex.spline.start
+    since = fb.time - fb.start
     _point(msg.desired, since, fb.desired)
     _point(msg.actual, since, fb.actual)
     _point(msg.error, since, fb.error)
@@ -205,7 +205,7 @@ class TrajectoryServer:
         try:
             parsed = goal_from_action(goal, self._max_joints)
             with self._sim.locked() as h:  # the robots of the current model
-                h.trajectories.check(robot, parsed)
+                h.check_trajectory(robot, parsed)
         except RequestError as exc:
             self._warn(
                 f"trajectory goal {type(exc).__name__}", f"{robot} trajectory goal rejected: {exc}"
@@ -215,23 +215,26 @@ class TrajectoryServer:
             self._accepted[id(goal)] = (goal, parsed)
         return GoalResponse.ACCEPT
 
-    def _start(self, robot: str, goal: TrajectoryGoal) -> TrajectoryExecution:
+    def _start(self, robot: str, goal: TrajectoryGoal) -> list[TrajectoryRun]:
+        """Run the goal in every env (replacing what the robot runs); its runs, env 0's
+        first (the one an action reports)."""
         with self._sim.locked() as h:
-            ex, old = h.trajectories.start(robot, goal, h.sim_time(0))
-            if old is not None:
+            runs, replaced = h.start_trajectory(robot, goal)
+            for old in replaced:
                 old.finish(INVALID_GOAL, PREEMPTED)
-        return ex
+        return runs
 
     def _execute(self, robot: str, gh) -> FollowJointTrajectory.Result:
         result = FollowJointTrajectory.Result()
         with self._accepted_lock:
             _, parsed = self._accepted.pop(id(gh.request))
         try:
-            ex = self._start(robot, parsed)
+            runs = self._start(robot, parsed)
         except RequestError as exc:  # e.g. it ended in the past by now
             result.error_code, result.error_string = INVALID_GOAL, bounded(str(exc))
             gh.abort()
             return result
+        ex = runs[0]
         sent = None
         while not ex.done.wait(FEEDBACK_PERIOD):
             if self._sim.closed:  # no step will end it now: ended here, without the lock
@@ -244,7 +247,8 @@ class TrajectoryServer:
                 sent = fb
             if gh.is_cancel_requested:
                 with self._sim.locked():
-                    ex.finish(SUCCESSFUL, "cancelled on request")
+                    for run in runs:
+                        run.finish(SUCCESSFUL, "cancelled on request")
                 gh.canceled()
                 result.error_string = ex.error_string
                 return result
@@ -269,9 +273,9 @@ class TrajectoryServer:
             if goal is None:
                 check_trajectory_sizes(msg, max_joints, "joint_trajectory")
             with self._sim.locked() as h:  # the robots of the current model
-                robot = h.trajectories.robot_of(msg.joint_names, "joint_trajectory")
+                robot = h.robot_of_joints(msg.joint_names, "joint_trajectory")
                 if goal is None:
-                    h.trajectories.stop(robot, INVALID_GOAL, PREEMPTED)
+                    h.stop_trajectory(robot, INVALID_GOAL, PREEMPTED)
                     return
             self._start(robot, goal)
         except RequestError as exc:

@@ -16,7 +16,7 @@ from metasim_ros.ros.services import replying
 
 
 class WrenchServices:
-    """Parse, call the handler under the lock, reply (see core.sim.wrenches)."""
+    """Parse, call the handler under the lock, reply (see core.control.wrenches)."""
 
     def __init__(self, node: Node, sim: SimulationAccess, group: CallbackGroup) -> None:
         self._sim = sim

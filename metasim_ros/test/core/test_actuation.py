@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from metasim_ros.core import MujocoHandler
+from metasim_ros.core.control.commands import JointCommand
+from metasim_ros.core.control.laws import parse_gains
 from metasim_ros.core.errors import ConfigurationError, StateValidationError
-from metasim_ros.core.sim.actuation import parse_gains
-from metasim_ros.core.state.commands import JointCommand
 
 ACTUATED = str(Path(__file__).resolve().parents[1] / "ros" / "scenes" / "actuated.xml")
 
@@ -25,6 +25,8 @@ def test_gain_entries_parse_and_bad_ones_are_named():
         (["-1"], ">= 0"),
         (["nan"], "finite"),
         (["1", "2"], "given twice"),
+        (["=5"], "'=5' names no joint"),  # not every joint's gain
+        ([" =5"], "names no joint"),
     ):
         with pytest.raises(ConfigurationError, match=words):
             parse_gains(bad, "kp")
@@ -47,7 +49,8 @@ def test_refused_command_changes_nothing():
         h.command(bad)
     after = h.capture(0)
     np.testing.assert_array_equal(after.integration, before.integration)
-    np.testing.assert_array_equal(after.pos_target, before.pos_target)
+    assert after.control.same_as(before.control)
+    np.testing.assert_array_equal(after.control.mode, before.control.mode)
 
 
 def test_stable_pd_matches_its_definition_for_one_joint():
@@ -72,26 +75,41 @@ def test_stable_pd_matches_its_definition_for_one_joint():
     assert h.synced_data(0).ctrl[a] == pytest.approx(tau / m.actuator_gear[a, 0], rel=1e-12)
 
 
-BALL_ROBOT = """
-<mujoco>
-  <option timestep="0.002" integrator="implicitfast"/>
-  <worldbody>
-    <body name="arm" pos="0 0 1">
-      <geom type="sphere" size="0.05" mass="1" contype="0" conaffinity="0"/>
-      <body name="link">
-        <joint name="shoulder" type="ball"/>
-        <geom type="capsule" fromto="0 0 0 0 0 -0.4" size="0.03" mass="1"
-              contype="0" conaffinity="0"/>
-      </body>
-    </body>
-  </worldbody>
-  <actuator>
-    <motor name="sx" joint="shoulder" gear="1 0 0 0 0 0"/>
-    <motor name="sy" joint="shoulder" gear="0 2 0 0 0 0"/>
-    <motor name="sz" joint="shoulder" gear="0 0 1 0 0 0"/>
-  </actuator>
-</mujoco>
-"""
+def test_set_gains_applies_from_the_next_step_and_survives_model_changes():
+    """set_gains replaces kp/kd of every env (plain PD checked from MuJoCo's qpos/qvel
+    before the step); refused gains change nothing; a spawn keeps the new gains."""
+    h = MujocoHandler(ACTUATED, num_envs=2, kp=100.0, kd=2.0)
+    h.command({"motor_hinge": JointCommand(position=0.5)})
+    with h.editing(1) as d:
+        d.qpos[h.model.joint("motor_hinge").qposadr[0]] = -0.2
+
+    def check(kp: float, kd: float) -> None:
+        m = h.model
+        j, a = m.joint("motor_hinge"), m.actuator("motor").id
+        q = [h.synced_data(e).qpos[j.qposadr[0]] for e in range(2)]
+        qd = [h.synced_data(e).qvel[j.dofadr[0]] for e in range(2)]
+        h.step(n=1)
+        for e in range(2):
+            force = kp * (0.5 - q[e]) + kd * (0.0 - qd[e])
+            ctrl = h.synced_data(e).ctrl[a]
+            assert ctrl == pytest.approx(force / m.actuator_gear[a, 0], rel=1e-12), e
+
+    check(100.0, 2.0)
+    h.set_gains({"*": 1.0, "motor_hinge": 30.0}, 0.5)
+    check(30.0, 0.5)
+    for kp in ({"ghost": 1.0}, {"servo_hinge": 1.0}):
+        with pytest.raises(ConfigurationError):
+            h.set_gains(kp, 9.0)
+    check(30.0, 0.5)
+    h.spawn(
+        "pebble",
+        "<mujoco><worldbody><body><freejoint/><geom size='0.01'/></body></worldbody></mujoco>",
+        pos=(3.0, 0.0, 0.5),
+    )
+    check(30.0, 0.5)
+
+
+BALL_ROBOT = str(Path(__file__).resolve().parents[1] / "ros" / "scenes" / "ball_robot.xml")
 TILT = np.array([np.cos(0.3), np.sin(0.3) * 0.6, np.sin(0.3) * 0.8, 0.0])  # 0.6 rad
 
 

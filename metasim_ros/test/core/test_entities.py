@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from metasim_ros.core import MujocoHandler
+from metasim_ros.core.control.commands import JointCommand
+from metasim_ros.core.control.goals import SUCCESSFUL, TrajectoryGoal
+from metasim_ros.core.control.interpolation import Waypoints
 from metasim_ros.core.errors import ConfigurationError, SceneError
-from metasim_ros.core.sim.interpolation import Waypoints
-from metasim_ros.core.sim.trajectory import SUCCESSFUL, TrajectoryGoal
-from metasim_ros.core.state.commands import JointCommand
 from metasim_ros.scenes import default_scene_path
 
 ARTICULATED = str(Path(__file__).parent / "scenes" / "articulated.xml")
@@ -109,7 +109,7 @@ def test_targets_and_state_carry_over():
         (lambda h: h.spawn("crate", "<mujoco><worldbody/></mujoco>"), "exactly one"),
         (lambda h: h.spawn("crate", "not xml"), "not XML"),
         (lambda h: h.spawn("crate", "<sdf/>"), "<mujoco>"),
-        (lambda h: h.spawn("crate", CRATE.replace("box", "boks")), "resource"),
+        (lambda h: h.spawn("crate", CRATE.replace("box", "boks")), "does not parse"),
         (lambda h: h.spawn("crate", CRATE, quat=[1.0, 0.1, 0.0, 0.0]), "not unit"),
         (lambda h: h.spawn("crate", CRATE, pos=[0.0, float("nan"), 0.0]), "finite"),
         (lambda h: h.spawn("crate", CRATE, pos=[1e308, 0.0, 0.0]), "exceeds"),
@@ -151,7 +151,7 @@ def _commanded_run(edit=None) -> tuple[bytes, bytes, float, int | None]:
     h = MujocoHandler()
     h.command({"panda_joint1": JointCommand(velocity=0.2)})
     h.apply_wrench(0, "cube", [0.0, 0.0, 1.5], [0.0, 0.0, 0.0], [0.5, 0.0, 0.45], 0.5)
-    ex, _ = h.trajectories.start("franka", goal, h.sim_time(0))
+    (ex,), _ = h.start_trajectory("franka", goal)
     h.step(n=100)
     nq, nv = h.model.nq, h.model.nv
     if edit is not None:
@@ -170,7 +170,7 @@ def test_commands_wrenches_and_trajectories_carry_over_model_edits():
     bigger model sums its dofs in another order while the arm moves: ~1e-10 here)."""
     plain = _commanded_run()
     assert plain[3] == SUCCESSFUL
-    same = _commanded_run(lambda h: h.edit_model(lambda spec: None))
+    same = _commanded_run(lambda h: h.place("table", [0.65, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]))
     assert [a.tobytes() for a in same[:2]] == [a.tobytes() for a in plain[:2]]
     assert same[2:] == plain[2:]
     spawned = _commanded_run(lambda h: h.spawn("crate", CRATE, pos=[5.0, 5.0, 0.06]))

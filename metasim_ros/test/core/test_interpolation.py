@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from numpy.polynomial import polynomial
 
-from numpy.polynomial import polynomial as P
-
-from metasim_ros.core.sim.interpolation import Spline, Waypoints, segment_coefficients
+from metasim_ros.core.control.interpolation import Spline, Waypoints, segment_coefficients
 
 START = (np.array([0.0, 1.0]), np.array([0.5, 0.0]), np.array([0.0, -1.0]))
 TIMES = np.array([1.0, 2.5])
@@ -23,7 +22,8 @@ ACC = np.array([[1.0, 0.5], [0.0, 0.0]])
 def _at(c: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Position, velocity, acceleration of polynomials [J, 6] at tau (numpy's evaluation)."""
     return tuple(
-        np.array([P.polyval(tau, P.polyder(row, k)) for row in c]) for k in range(3)
+        np.array([polynomial.polyval(tau, polynomial.polyder(row, k)) for row in c])
+        for k in range(3)
     )
 
 

@@ -220,3 +220,35 @@ def test_a_physics_thread_that_dies_is_reported_by_status_and_logged_once():
         assert sim.status()[0] is False and len(logged) == 1  # asking again logs nothing
     finally:
         sim.loop.stop()
+
+
+def deep_chain(links: int) -> str:
+    """An MJCF chain of hinged links: a dense mass matrix, so each step is slow."""
+    body = '<body pos="0 0 0.01"><joint axis="0 1 0"/><geom size="0.005" mass="0.001"/>'
+    return (
+        f"<mujoco><worldbody><body name='c'>{body * links}{'</body>' * links}</body>"
+        "</worldbody></mujoco>"
+    )
+
+
+@pytest.mark.parametrize("scene, slow", [(None, False), (deep_chain(450), True)])
+def test_a_model_that_steps_slowly_is_stepped_in_smaller_batches(scene, slow):
+    """As fast as possible the loop takes MAX_BATCH steps per lock hold for the default
+    scene; for a 450-link chain (about 2 ms per step here) fewer, so the ticks (/clock)
+    come between them."""
+    h = MujocoHandler(scene)
+    loop = PhysicsLoop(h, 0.0)
+    counts: list[int] = []
+    loop.add_tick(lambda: counts.append(loop._steps))
+    loop.start()
+    try:
+        while loop._steps < 10 * loop.MAX_BATCH:
+            time.sleep(0.001)
+    finally:
+        loop.stop()
+    per_tick = [b - a for a, b in zip(counts, counts[1:]) if b > a][1:]  # after the first
+    assert per_tick
+    if slow:
+        assert max(per_tick) < loop.MAX_BATCH, per_tick
+    else:
+        assert loop.MAX_BATCH in per_tick, per_tick

@@ -119,7 +119,7 @@ def test_verify_exit_codes_partial_and_inexact(tmp_path):
     assert out.returncode == 0, out.stdout + out.stderr
 
 
-def test_convert_robomimic_demo_to_v2_and_verify(tmp_path):
+def test_convert_robomimic_demo_to_own_format_and_verify(tmp_path):
     from metasim_ros.scenes import default_scene_path
 
     qpos, qvel, _ = _default_state()
@@ -135,10 +135,14 @@ def test_convert_robomimic_demo_to_v2_and_verify(tmp_path):
     dst = tmp_path / "v2.h5"
     out = cli("convert", str(src), str(dst), "--group", "demo_10")
     assert out.returncode == 0, out.stderr
-    assert "converted 3 state(s)" in out.stdout and "version 2" in out.stdout
+    assert "converted 3 state(s)" in out.stdout and "version 3" in out.stdout
     with h5py.File(dst) as f:
-        assert f.attrs["version"] == 2 and f["envs/env_0/integration_state"].shape[0] == 3
+        assert f.attrs["version"] == 3 and f["envs/env_0/integration_state"].shape[0] == 3
+        assert "control" not in f["envs/env_0"]  # robomimic holds no control state
         assert f["envs/env_0/integration_state"][1, 0] == 0.002
         assert f["envs/env_0/integration_state"][2, len(qpos)] == 0.9  # qpos[-1] at 1 + nq - 1
     out = cli("verify", str(dst), "--index", "2")
-    assert out.returncode == 0 and "bitwise exact: True" in out.stdout, out.stdout + out.stderr
+    # the integration state is the file's bit for bit; the control state never was in it
+    assert out.returncode == 0 and "bitwise exact: False" in out.stdout, out.stdout + out.stderr
+    assert "max error qpos 0, qvel 0" in out.stdout
+    assert "not exact: the file's rows were saved without their control state" in out.stdout

@@ -85,12 +85,12 @@ def test_qpos_qvel_only_restore_diverges_measurably(saved):
 
 def test_trajectory_index_selects_step(tmp_path):
     h = moving_handler(steps=20)
-    rows = recorded(h, 30)
-    path = save_snapshot(h, tmp_path / "traj.h5", trajectory=rows)
+    rows, captures = recorded(h, 30)
+    path = save_snapshot(h, tmp_path / "traj.h5", trajectory=captures)
     with h5py.File(path) as f:
         ds = f["envs/env_0/integration_state"]
         assert ds.shape == (30, rows[0].size) and ds.chunks is not None
-        assert f.attrs["version"] == 2
+        assert f.attrs["version"] == 3
         assert f["envs/env_0/body"].shape == (30, h.model.nbody, 13)
     for index, row in ((0, 0), (7, 7), (-1, 29), (-30, 0)):
         b = MujocoHandler()

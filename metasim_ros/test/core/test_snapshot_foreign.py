@@ -291,7 +291,7 @@ def test_per_object_file_with_some_objects_is_partial(tmp_path, scene):
 
 
 def test_own_format_continues_bitwise_on_both_scenes(tmp_path, scene):
-    """Version 2 (written now): restore, then 1000 steps equal the source's 1000 steps."""
+    """Version 3 (written now): restore, then 1000 steps equal the source's 1000 steps."""
     a = MujocoHandler(SCENES[scene])
     with a.editing(0) as d:
         d.qvel[:] = np.random.default_rng(2).standard_normal(a.model.nv)
@@ -301,7 +301,7 @@ def test_own_format_continues_bitwise_on_both_scenes(tmp_path, scene):
     report = load_snapshot(b, path)
     assert report.ok and report.exact and not report.not_restored
     with h5py.File(path) as f:
-        assert f.attrs["version"] == 2
+        assert f.attrs["version"] == 3
         assert capture_state(b).tobytes() == f["envs/env_0/integration_state"][0].tobytes()
         rows = f["envs/env_0/body"][0]
     d = b.synced_data(0)

@@ -15,6 +15,7 @@ import mujoco
 import numpy as np
 
 from metasim_ros.core import MujocoHandler
+from metasim_ros.core.sim.handler import PhysicsState
 from metasim_ros.core.snapshot import capture_state
 from metasim_ros.scenes import default_scene_path
 
@@ -54,13 +55,14 @@ def moving_handler(steps: int = 150, scene: str | None = None) -> MujocoHandler:
     return h
 
 
-def recorded(h: MujocoHandler, steps: int) -> np.ndarray:
-    """The integration states of ``steps`` consecutive steps of env 0 (a trajectory to save)."""
-    rows = []
+def recorded(h: MujocoHandler, steps: int) -> tuple[np.ndarray, list[PhysicsState]]:
+    """``steps`` consecutive steps of env 0: their integration states, and the captured states
+    (with their control state: the trajectory to save)."""
+    captures = []
     for _ in range(steps):
-        rows.append(capture_state(h))
+        captures.append(h.capture(0))
         h.step()
-    return np.stack(rows)
+    return np.stack([c.integration for c in captures]), captures
 
 
 def fingerprint(h: MujocoHandler, env_id: int = 0) -> bytes:

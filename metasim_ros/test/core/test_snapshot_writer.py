@@ -28,8 +28,8 @@ def _mujoco_body_pose(model: mujoco.MjModel, row: np.ndarray) -> tuple[np.ndarra
 def test_trajectory_reads_back_through_plain_hdf5(tmp_path):
     """1000 steps span several chunks of each dataset, the last one partial."""
     h = moving_handler(steps=20)
-    rows = recorded(h, 1000)
-    path = save_snapshot(h, tmp_path / "traj.h5", trajectory=rows)
+    rows, captures = recorded(h, 1000)
+    path = save_snapshot(h, tmp_path / "traj.h5", trajectory=captures)
     with h5py.File(path, "r") as f:
         ds, body = f["envs/env_0/integration_state"], f["envs/env_0/body"]
         for d in (ds, body):

@@ -10,22 +10,22 @@ import numpy as np
 import pytest
 
 from metasim_ros.core import MujocoHandler
-from metasim_ros.core.errors import StateValidationError
-from metasim_ros.core.sim.interpolation import Waypoints
-from metasim_ros.core.sim.trajectory import (
+from metasim_ros.core.control.goals import (
     GOAL_TOLERANCE_VIOLATED,
     PATH_TOLERANCE_VIOLATED,
     SUCCESSFUL,
     Tolerance,
     TrajectoryGoal,
 )
+from metasim_ros.core.control.interpolation import Waypoints
+from metasim_ros.core.errors import StateValidationError
 
 ARM = [f"panda_joint{i}" for i in range(1, 8)]
 ACTUATED = str(Path(__file__).resolve().parents[1] / "ros" / "scenes" / "actuated.xml")
 
 
 def run(h: MujocoHandler, goal: TrajectoryGoal, seconds: float):
-    ex, _ = h.trajectories.start("franka", goal, h.sim_time())
+    (ex,), _ = h.start_trajectory("franka", goal)
     for _ in range(int(seconds / h.timestep / 10)):
         h.step(n=10)
         if not ex.active:
@@ -45,7 +45,7 @@ def test_path_tolerance_violation_aborts_and_holds():
     assert ex.error_code == PATH_TOLERANCE_VIOLATED and "panda_joint1" in ex.error_string
     held = h.get_states(render=False)[0]["robots"]["franka"]["dof_pos_target"]["panda_joint1"]
     assert held == pytest.approx(ex.feedback.desired[0][0], abs=1e-15)
-    assert not h.trajectories.active
+    assert not h.running_trajectories()
 
 
 def test_goal_time_tolerance_and_success():
@@ -67,8 +67,8 @@ def test_start_stamp_in_the_future_waits_and_in_the_past_is_refused():
     points = Waypoints(np.array([0.2]), (home + 0.2)[None])
     h.step(n=100)  # sim time 0.2
     with pytest.raises(StateValidationError, match="ended before now"):
-        h.trajectories.start("franka", TrajectoryGoal(ARM, points, start=0.0), h.sim_time())
-    ex, _ = h.trajectories.start("franka", TrajectoryGoal(ARM, points, start=0.6), h.sim_time())
+        h.start_trajectory("franka", TrajectoryGoal(ARM, points, start=0.0))
+    (ex,), _ = h.start_trajectory("franka", TrajectoryGoal(ARM, points, start=0.6))
     h.step(n=150)  # sim time 0.5: not started yet, the targets hold the start state
     np.testing.assert_array_equal(ex.feedback.desired[0], home)
     h.step(n=300)
@@ -87,7 +87,7 @@ def test_goals_for_joints_that_cannot_follow_are_refused():
     ):
         goal = TrajectoryGoal(joints, Waypoints(np.array([0.5]), np.array(pos)))
         with pytest.raises(StateValidationError, match=words):
-            h.trajectories.start("franka", goal, 0.0)
+            h.start_trajectory("franka", goal)
 
 
 def test_motor_joints_follow_through_the_pd_law():
@@ -98,7 +98,7 @@ def test_motor_joints_follow_through_the_pd_law():
     points = Waypoints(np.array([0.5, 1.0]), np.array([[0.2, 0.3], [0.4, 0.6]]))
     tol = {j: Tolerance(position=0.01) for j in joints}
     goal = TrajectoryGoal(joints, points, goal_tolerance=tol, goal_time_tolerance=2.0)
-    ex, _ = h.trajectories.start("rig", goal, h.sim_time())
+    (ex,), _ = h.start_trajectory("rig", goal)
     for _ in range(300):
         h.step(n=10)
         if not ex.active:
@@ -109,14 +109,14 @@ def test_motor_joints_follow_through_the_pd_law():
     assert dof_pos["servo_hinge"] == pytest.approx(0.6, abs=0.01)
     bad = TrajectoryGoal(["velocity_hinge"], Waypoints(np.array([0.5]), np.array([[0.1]])))
     with pytest.raises(StateValidationError, match="cannot follow positions"):
-        h.trajectories.start("rig", bad, h.sim_time())
+        h.start_trajectory("rig", bad)
 
 
 def test_a_trajectory_message_is_routed_by_its_joints():
     h = MujocoHandler()
-    assert h.trajectories.robot_of(ARM[:2], "joint_trajectory") == "franka"
+    assert h.robot_of_joints(ARM[:2], "joint_trajectory") == "franka"
     with pytest.raises(StateValidationError, match="unknown joint 'elbow\\\\x1b'") as err:
-        h.trajectories.robot_of([ARM[0], "elbow\x1b"], "joint_trajectory")
+        h.robot_of_joints([ARM[0], "elbow\x1b"], "joint_trajectory")
     assert err.value.key == "joint_trajectory.joint_names"
 
 
@@ -124,12 +124,12 @@ def test_stop_ends_the_running_trajectory_and_the_arm_holds():
     h = MujocoHandler()
     home = h.model.key("home").qpos[:7]
     goal = TrajectoryGoal(ARM, Waypoints(np.array([2.0]), (home + 0.4)[None]))
-    ex, _ = h.trajectories.start("franka", goal, h.sim_time())
+    (ex,), _ = h.start_trajectory("franka", goal)
     h.step(n=200)  # under way
-    h.trajectories.stop("franka", 7, "stopped on request")
+    h.stop_trajectory("franka", 7, "stopped on request")
     assert (ex.error_code, ex.error_string) == (7, "stopped on request")
     h.step(n=10)
-    assert not h.trajectories.active
+    assert not h.running_trajectories()
 
     def targets() -> list[float]:
         return list(h.get_states(render=False)[0]["robots"]["franka"]["dof_pos_target"].values())
@@ -138,4 +138,4 @@ def test_stop_ends_the_running_trajectory_and_the_arm_holds():
     assert held != pytest.approx(list(home) + held[7:])  # it had moved from home
     h.step(n=500)
     assert targets() == held  # and stays where the stop left it
-    h.trajectories.stop("franka", 7, "nothing running: no change")
+    h.stop_trajectory("franka", 7, "nothing running: no change")

@@ -16,8 +16,6 @@ from typing import Callable, Iterator, TypeVar
 
 import pytest
 
-from subprocess_env import with_pythonpath
-
 rclpy = pytest.importorskip("rclpy", reason="ROS 2 (rclpy) is not available")
 pytest.importorskip("metasim_msgs", reason="workspace not built (run `make test`)")
 
@@ -28,6 +26,7 @@ from rclpy.qos import QoSProfile  # noqa: E402
 from rclpy.signals import SignalHandlerOptions  # noqa: E402
 
 from domains import DOMAINS, choose_domain, try_lock  # noqa: E402
+from subprocess_env import with_pythonpath  # noqa: E402
 
 T = TypeVar("T")
 
@@ -56,23 +55,24 @@ def sim_node_command() -> list[str]:
 
 
 class SimProcess:
-    """sim_node as a subprocess, stopped with SIGINT like Ctrl-C, running this tree's
-    package (with_pythonpath: the entry point alone imports the installed copy). Its output
-    goes to a file (a pipe nobody reads while the test runs would block the node once
-    full) and is in `output` after it exits."""
+    """sim_node as a subprocess, stopped with SIGINT like Ctrl-C. Its output goes to a
+    file (a pipe nobody reads while the test runs would block the node once full) and is
+    in `output` after it exits."""
 
     def __init__(
         self,
         params: dict[str, object] | None = None,
         args: list[str] | None = None,
+        cwd: Path | None = None,
         domain: int | None = None,
     ) -> None:
-        """domain: a ROS domain other than the run's."""
+        """cwd: the node's working directory (default: the test's); domain: a ROS domain
+        other than the run's."""
         cmd = sim_node_command() + list(args or [])
         if params:
             cmd += ["--ros-args"] + [a for k, v in params.items() for a in ("-p", f"{k}:={v}")]
         self._log = tempfile.TemporaryFile(mode="w+", prefix="sim_node_", suffix=".log")
-        env = with_pythonpath()
+        env = with_pythonpath()  # this tree's package, not the installed copy
         if domain is not None:
             env["ROS_DOMAIN_ID"] = str(domain)
         self.proc = subprocess.Popen(
@@ -82,6 +82,7 @@ class SimProcess:
             text=True,
             start_new_session=True,
             env=env,
+            cwd=cwd,
         )
         self.output = ""
 

@@ -64,9 +64,21 @@ def _floats(n: int, good: bool) -> st.SearchStrategy[list[float]]:
     return st.lists(good_float if good else any_float, min_size=n, max_size=n)
 
 
+#: JointState input fields -> their field_mask bits (from ModelState.msg)
+FIELD_BITS = {
+    "position": ModelState.JOINT_POSITIONS,
+    "velocity": ModelState.JOINT_VELOCITIES,
+    "position_target": ModelState.POSITION_TARGETS,
+    "velocity_target": ModelState.VELOCITY_TARGETS,
+}
+
+
 @st.composite
-def joint_msg(draw: st.DrawFn, scene: Scene, model: str, good: bool) -> MsJointState:
-    """A JointState for one of the model's joints (or, when not `good`, anything)."""
+def joint_msg(
+    draw: st.DrawFn, scene: Scene, model: str, good: bool, mask: int = ModelState.ALL
+) -> MsJointState:
+    """A JointState for one of the model's joints (or, when not `good`, anything); `good`
+    ones fill only the inputs whose bit `mask` holds (data without its bit is refused)."""
     spec = scene.models[model]
     others = sorted({j for m in scene.models.values() for j in m.joints})
     names = sorted(spec.joints) if good else sorted(spec.joints) + others
@@ -93,6 +105,8 @@ def joint_msg(draw: st.DrawFn, scene: Scene, model: str, good: bool) -> MsJointS
     ):
         targeted = field.endswith("_target") and name in spec.targets
         if field.endswith("_target") and good and not targeted:
+            continue
+        if good and field in FIELD_BITS and not mask & FIELD_BITS[field]:
             continue
         if not draw(st.booleans()):
             continue
@@ -122,7 +136,9 @@ def model_msg(draw: st.DrawFn, scene: Scene, good: bool) -> ModelState:
     ms.field_mask = draw(
         st.integers(0, ModelState.ALL) if good else st.integers(0, 2**32 - 1) | st.just(0)
     )
-    if draw(st.booleans()):  # pose and twist filled in (they count only with their bits)
+    # pose and twist filled in: they count only with their bits, and a valid request gives
+    # a free model's pose or twist only with its bit (a fixed-base model's are ignored)
+    if draw(st.booleans()):
         if good:
             pos, q, vel, ang = (
                 draw(_floats(3, True)),
@@ -137,16 +153,21 @@ def model_msg(draw: st.DrawFn, scene: Scene, good: bool) -> ModelState:
                 draw(_floats(3, False)),
                 draw(_floats(3, False)),
             )
-        ms.pose = Pose(
-            position=Point(x=pos[0], y=pos[1], z=pos[2]),
-            orientation=Quaternion(w=q[0], x=q[1], y=q[2], z=q[3]),
-        )
-        ms.twist = Twist(
-            linear=Vector3(x=vel[0], y=vel[1], z=vel[2]),
-            angular=Vector3(x=ang[0], y=ang[1], z=ang[2]),
-        )
+        given = not good or not spec.free  # which of the two a valid request may hold
+        if given or ms.field_mask & ModelState.POSE:
+            ms.pose = Pose(
+                position=Point(x=pos[0], y=pos[1], z=pos[2]),
+                orientation=Quaternion(w=q[0], x=q[1], y=q[2], z=q[3]),
+            )
+        if given or ms.field_mask & ModelState.TWIST:
+            ms.twist = Twist(
+                linear=Vector3(x=vel[0], y=vel[1], z=vel[2]),
+                angular=Vector3(x=ang[0], y=ang[1], z=ang[2]),
+            )
     joints = (
-        draw(st.lists(joint_msg(scene, name, good), max_size=4)) if spec.joints or not good else []
+        draw(st.lists(joint_msg(scene, name, good, ms.field_mask), max_size=4))
+        if spec.joints or not good
+        else []
     )
     if good:  # one message per joint
         joints = list({j.name: j for j in joints}.values())
@@ -212,7 +233,7 @@ def _refused(scene: Scene, call, before) -> StateValidationError:
 
 
 def _set(h, worlds):
-    states, env_ids = world_to_states(h, worlds)
+    states, env_ids = world_to_states(h, worlds, "world")
     h.set_states(states, env_ids)
 
 
@@ -265,6 +286,11 @@ def test_arbitrary_world_states_never_escape(scene_name, data):
         ("unknown_bit", "objects.cube.field_mask"),
         ("object_target", "objects.box.dof_pos_target.box_joint"),
         ("nan_position", "robots.franka.dof_pos.panda_joint1"),
+        ("nan_without_bit", "robots.franka.joint_states.panda_joint1.velocity_target"),
+        ("unknown_joint", "robots.franka.joint_states.panda_joint9"),
+        ("without_bit", "robots.franka.joint_states.panda_joint1.velocity"),
+        ("pose_without_bit", "objects.cube.pose"),
+        ("twist_without_bit", "objects.cube.twist"),
         ("control", None),
     ],
 )
@@ -287,6 +313,7 @@ def test_refusals_name_the_entry(case, key):
                 model_states=[
                     ModelState(
                         name="franka",
+                        field_mask=ModelState.JOINT_POSITIONS,
                         joint_states=[
                             MsJointState(name="panda_joint1", position=[0.1]),
                             MsJointState(name="panda_joint1", position=[0.2]),
@@ -320,6 +347,53 @@ def test_refusals_name_the_entry(case, key):
                 ]
             )
         ],
+        "nan_without_bit": [
+            WorldState(
+                model_states=[
+                    ModelState(
+                        name="franka",
+                        joint_states=[
+                            MsJointState(name="panda_joint1", velocity_target=[-math.inf])
+                        ],
+                    )
+                ]
+            )
+        ],
+        "unknown_joint": [
+            WorldState(
+                model_states=[
+                    ModelState(name="franka", joint_states=[MsJointState(name="panda_joint9")])
+                ]
+            )
+        ],
+        "without_bit": [
+            WorldState(
+                model_states=[
+                    ModelState(
+                        name="franka",
+                        field_mask=ModelState.JOINT_POSITIONS | ModelState.TARGETS,
+                        joint_states=[
+                            MsJointState(name="panda_joint1", position=[0.1], velocity=[0.0])
+                        ],
+                    )
+                ]
+            )
+        ],
+        "pose_without_bit": [
+            WorldState(model_states=[ModelState(name="cube", pose=Pose(position=Point(z=1.0)))])
+        ],
+        "twist_without_bit": [
+            WorldState(
+                model_states=[
+                    ModelState(
+                        name="cube",
+                        field_mask=ModelState.POSE,
+                        pose=Pose(position=Point(z=1.0)),
+                        twist=Twist(angular=Vector3(z=-0.0001)),
+                    )
+                ]
+            )
+        ],
         "control": [WorldState(model_states=[franka])],  # valid
     }[case]
     before = fingerprint(h)
@@ -329,6 +403,14 @@ def test_refusals_name_the_entry(case, key):
         return
     err = _refused(scene, lambda: _set(h, worlds), before)
     assert err.key == key
+    named = {  # what the reply must tell the user to do
+        "without_bit": "lacks ModelState.JOINT_VELOCITIES (8)",
+        "pose_without_bit": "lacks ModelState.POSE (1)",
+        "twist_without_bit": "lacks ModelState.TWIST (2)",
+        "unknown_joint": "unknown joint",
+        "nan_without_bit": "non-finite",
+    }
+    assert named.get(case, "") in str(err)
 
 
 @pytest.mark.parametrize("scene_name", sorted(SCENES))
@@ -340,7 +422,7 @@ def test_published_world_state_round_trips(scene_name, data):
     worlds = data.draw(world_msgs(scene, good=True), "worlds")
     _set(h, worlds)  # somewhere random, valid
     states = h.get_states(render=False)
-    filler = WorldStateFiller(h)
+    filler = WorldStateFiller(h, "world")
     published = [
         filler.fill(e, h.sim_time(e), states[e], h.joint_states(e), h.link_wrenches(e))
         for e in range(NUM_ENVS)

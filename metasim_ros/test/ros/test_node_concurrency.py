@@ -152,7 +152,11 @@ def test_long_step_in_slices_keeps_clock_reads_and_inputs_going(watch):
     step = watch.call_async(Step, "step", Step.Request(steps=LONG))
     # meanwhile a writer and an input get through between two slices
     watch.until(lambda: watch.clock[-1][1] > t0 + 1.0, 120.0, "the step to be under way")
-    lid = ModelState(name="box", joint_states=[MsJointState(name="box_joint", velocity=[0.0])])
+    lid = ModelState(
+        name="box",
+        field_mask=ModelState.JOINT_VELOCITIES,
+        joint_states=[MsJointState(name="box_joint", velocity=[0.0])],
+    )
     set_reply = watch.call_async(
         SetStates, "set_states", SetStates.Request(states=[WorldState(model_states=[lid])])
     )

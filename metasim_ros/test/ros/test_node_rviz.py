@@ -24,6 +24,12 @@ from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 from visualization_msgs.msg import Marker, MarkerArray
 
+from mesh_truth import (
+    assert_urdf_meshes_match,
+    keep_visuals,
+    mesh_filenames,
+    without_file_scheme,
+)
 from metasim_ros.scenes import default_scene_path
 from mujoco_truth import Truth, compose, same_rotation
 
@@ -33,6 +39,8 @@ SCENES = {
     "articulated": str(PACKAGE / "test" / "core" / "scenes" / "articulated.xml"),
     "all_geoms": str(PACKAGE / "test" / "core" / "scenes" / "all_geoms.xml"),
 }
+#: A robot with inline and builtin meshes and a height field: no mesh files.
+GENERATED_MESHES = str(PACKAGE / "test" / "core" / "scenes" / "generated_meshes.xml")
 LATCHED = QoSProfile(
     depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
 )
@@ -287,6 +295,42 @@ def test_urdf_scene_republishes_its_own_text(start_node, client, tmp_path):
     start_node({"scene": str(urdf), "paused": True}).wait_serving(client)
     got = client.wait_for_message(String, "/robot_description", qos=LATCHED)
     assert got.data == urdf.read_text()
+
+
+def test_robot_description_names_mesh_files_that_load_back_in_place(
+    start_node, client, tmp_path, monkeypatch
+):
+    """Inline, builtin and height-field geometry: robot_description names files under
+    $ROS_HOME/metasim_meshes (file:// URIs) that MuJoCo, given the URDF, puts where the
+    scene has them."""
+    monkeypatch.setenv("ROS_HOME", str(tmp_path))  # inherited by the node
+    start_node({"scene": GENERATED_MESHES, "paused": True}).wait_serving(client)
+    got = client.wait_for_message(String, "/robot_description", qos=LATCHED)
+    names = mesh_filenames(got.data)
+    folder = tmp_path / "metasim_meshes"
+    assert names and all(n.startswith(f"file://{folder}/") for n in names), names
+    assert all(Path(n.removeprefix("file://")).is_file() for n in names)
+    u = mujoco.MjModel.from_xml_string(keep_visuals(without_file_scheme(got.data)))
+    du = mujoco.MjData(u)
+    mujoco.mj_forward(u, du)
+    truth = Truth(GENERATED_MESHES)
+    arm = truth.model.body("arm").id
+    robot = np.flatnonzero(truth.model.body_rootid == arm)
+    # tetra, hull, pad (height field), ball, tetra_again: visual and collision; ring: visual
+    assert assert_urdf_meshes_match(truth.model, truth.data, u, du, robot) == 11
+
+
+def test_robot_description_without_a_mesh_folder_still_comes_and_says_why(
+    start_node, client, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("ROS_HOME", str(tmp_path))
+    (tmp_path / "metasim_meshes").write_text("a file where the folder should be")
+    node = start_node({"scene": GENERATED_MESHES, "paused": True}).wait_serving(client)
+    got = client.wait_for_message(String, "/robot_description", qos=LATCHED)
+    assert mesh_filenames(got.data) == []
+    assert "geom 'tetra'" in got.data  # a comment in its place
+    node.stop()
+    assert f"cannot create mesh folder {tmp_path / 'metasim_meshes'}" in node.output
 
 
 def set_param(client, name: str, value: ParameterValue):

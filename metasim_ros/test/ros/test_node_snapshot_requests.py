@@ -95,7 +95,7 @@ def test_own_file_reports_exact(node, client, snapshot_dir):
     res = client.call(SaveSnapshot, f"{NODE}/save_snapshot", SaveSnapshot.Request(path="a.h5"))
     assert res.success, res.message
     with h5py.File(snapshot_dir / "a.h5") as f:
-        assert f.attrs["version"] == 2 and f["envs/env_0/body"].ndim == 3
+        assert f.attrs["version"] == 3 and f["envs/env_0/body"].ndim == 3
     res = load(client, path="a.h5", index=-1)
     assert res.success and res.exact and res.strategy == "integration_state", res.message
     assert list(res.not_restored) == [] and list(res.name_mapping) == []

@@ -6,7 +6,10 @@ computed independently in this process from the same scene and state."""
 from __future__ import annotations
 
 import math
+import struct
+from array import array
 from pathlib import Path
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -226,9 +229,23 @@ def test_roundtrip_with_ball_joints_and_free_objects(start_node, client, snapsho
     assert client.call(GetStates, "/sim_node/get_states", GetStates.Request()).states == first
 
 
+def bits(msg: Any) -> Any:
+    """Every field of a message, floats as their bit patterns (== on floats is not bitwise;
+    nor are serialized bytes: CDR padding is not zeroed)."""
+    if hasattr(msg, "get_fields_and_field_types"):
+        return tuple(bits(getattr(msg, f)) for f in msg.get_fields_and_field_types())
+    if isinstance(msg, array):
+        return msg.tobytes()
+    if isinstance(msg, (list, tuple)):
+        return tuple(bits(m) for m in msg)
+    return struct.pack("<d", msg) if isinstance(msg, float) else msg
+
+
 def test_default_built_model_state_sets_only_its_masked_fields(start_node, client, snapshot_dir):
     """A free-floating robot's knee set through an otherwise default ModelState (pose at
-    the origin, w=1): the knee changes, nothing else does, bit for bit; mask 0 sets nothing."""
+    the origin, w=1): the knee changes, nothing else does, bit for bit. Data without its
+    field_mask bit, an unknown joint or a NaN are refused whatever the mask, naming what
+    to fix, and change nothing; mask 0 without data sets nothing."""
     start_node(
         {"scene": ARTICULATED, "paused": True, "snapshot_dir": str(snapshot_dir)}
     ).wait_serving(client)
@@ -236,21 +253,46 @@ def test_default_built_model_state_sets_only_its_masked_fields(start_node, clien
     def get() -> list[WorldState]:
         return client.call(GetStates, "/sim_node/get_states", GetStates.Request()).states
 
-    def set_knee(mask: int, value: float) -> None:
-        walker = ModelState(
-            name="walker",
-            field_mask=mask,
-            joint_states=[MsJointState(name="knee", position=[value], velocity=[3.0])],
-        )
+    def set_walker(mask: int, *joints: MsJointState, **pose) -> SetStates.Response:
+        walker = ModelState(name="walker", field_mask=mask, joint_states=list(joints))
+        walker.pose.position.x = pose.get("x", 0.0)
+        walker.twist.angular.z = pose.get("wz", 0.0)
         req = SetStates.Request(states=[WorldState(model_states=[walker])])
-        res = client.call(SetStates, "/sim_node/set_states", req)
-        assert res.success, res.message
+        return client.call(SetStates, "/sim_node/set_states", req)
 
     before = get()
     assert all(m.field_mask == ModelState.ALL for m in before[0].model_states)
-    set_knee(0, 0.9)
-    assert get() == before
-    set_knee(ModelState.JOINT_POSITIONS, 0.9)
+    pos, vel, targets = ModelState.JOINT_POSITIONS, ModelState.JOINT_VELOCITIES, ModelState.TARGETS
+    nan = math.nan
+    refused = [  # (mask, joint states, pose, words the reply must hold)
+        (0, [MsJointState(name="knee", position=[0.9])], {}, ["JOINT_POSITIONS", "knee"]),
+        (
+            pos,
+            [MsJointState(name="knee", position=[0.9], velocity=[3.0])],
+            {},
+            ["JOINT_VELOCITIES"],
+        ),
+        (pos | vel, [MsJointState(name="knee", position_target=[0.2])], {}, ["POSITION_TARGETS"]),
+        (pos, [MsJointState(name="knee", velocity_target=[0.2])], {}, ["VELOCITY_TARGETS"]),
+        (pos, [MsJointState(name="knee", position=[0.9])], {"x": 0.5}, ["POSE", "pose"]),
+        (pos, [MsJointState(name="knee", position=[0.9])], {"wz": 1.0}, ["TWIST", "twist"]),
+        (0, [MsJointState(name="kneee")], {}, ["unknown joint", "kneee"]),
+        (ModelState.ALL, [MsJointState(name="door_hinge")], {}, ["unknown joint", "door_hinge"]),
+        (0, [MsJointState(name="knee", position=[nan])], {}, ["non-finite", "knee"]),
+        (pos, [MsJointState(name="knee", position=[0.9], velocity=[nan])], {}, ["non-finite"]),
+        (targets, [MsJointState(name="knee", velocity_target=[math.inf])], {}, ["non-finite"]),
+        (0, [], {"x": nan}, ["non-finite", "pose"]),
+    ]
+    for mask, joints, pose, words in refused:
+        res = set_walker(mask, *joints, **pose)
+        assert not res.success, (mask, joints, pose)
+        assert all(w in res.message for w in words), (words, res.message)
+        assert bits(get()) == bits(before), res.message
+    assert set_walker(0).success  # nothing asked, nothing set
+    assert set_walker(0, MsJointState(name="knee")).success  # a known joint, no data
+    assert bits(get()) == bits(before)
+    res = set_walker(pos, MsJointState(name="knee", position=[0.9]))
+    assert res.success, res.message
     after = get()
     walker_before, walker_after = (
         next(m for m in s[0].model_states if m.name == "walker") for s in (before, after)

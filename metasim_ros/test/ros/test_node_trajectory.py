@@ -144,6 +144,55 @@ def test_three_point_trajectory_reaches_goal_in_sim_time(runner):
         np.testing.assert_allclose(desired, expect, atol=1e-8)
 
 
+def quintic(t: float, t0: float, t1: float, start, end) -> np.ndarray:
+    """The quintic through (p, v, a) at t0 and t1, by solving its six boundary conditions
+    here: an independent statement of what a segment with accelerations must be."""
+    h, s = t1 - t0, t - t0
+    rows = [
+        [1, 0, 0, 0, 0, 0],
+        [0, 1, 0, 0, 0, 0],
+        [0, 0, 2, 0, 0, 0],
+        [1, h, h**2, h**3, h**4, h**5],
+        [0, 1, 2 * h, 3 * h**2, 4 * h**3, 5 * h**4],
+        [0, 0, 2, 6 * h, 12 * h**2, 20 * h**3],
+    ]
+    coeffs = np.linalg.solve(np.array(rows, dtype=float), np.vstack([*start, *end]))
+    return np.array([1, s, s**2, s**3, s**4, s**5]) @ coeffs
+
+
+def test_goal_with_accelerations_follows_the_quintic_and_reaches_its_points(runner):
+    """What MoveIt's time parameterisation sends (velocities and accelerations at every
+    point): the desired path in the feedback is the quintic through the points, and the
+    arm ends at the last one."""
+    start = home()
+    times = [0.5, 1.0, 1.4]
+    pos = np.array([start + 0.2, start + 0.35, start + 0.3])
+    vel = np.array([np.full(7, 0.3), np.full(7, 0.1), np.zeros(7)])
+    acc = np.array([np.full(7, 0.4), np.full(7, -0.6), np.zeros(7)])
+    g = goal(ARM, times, pos, vel, goal_tol=0.01, goal_time=0.5)
+    for point, a in zip(g.trajectory.points, acc):
+        point.accelerations = list(a)
+    handle = runner.send(g)
+    assert handle.accepted
+    result = handle.get_result_async()
+    runner.step_until(result, max_steps=1200)
+    assert result.result().status == SUCCEEDED, result.result().result.error_string
+    np.testing.assert_allclose(runner.arm(), pos[-1], atol=0.01)
+    knots = [0.0, *times]
+    states = [(start, np.zeros(7), np.zeros(7)), *zip(pos, vel, acc)]
+    checked = 0
+    for msg in runner.feedback:
+        fb = msg.feedback
+        t = fb.desired.time_from_start.sec + fb.desired.time_from_start.nanosec * 1e-9
+        if t >= times[-1]:
+            continue
+        k = int(np.searchsorted(knots, t, side="right")) - 1
+        expect = quintic(t, knots[k], knots[k + 1], states[k], states[k + 1])
+        np.testing.assert_allclose(np.array(fb.desired.positions), expect, atol=1e-8)
+        checked += 1
+    assert checked > 5
+
+
 def test_second_goal_preempts_the_first(runner):
     start = home()
     times, pos, _ = three_points(start)

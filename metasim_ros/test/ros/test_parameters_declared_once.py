@@ -44,7 +44,11 @@ def test_the_table_is_the_dataclass():
     defaults = decl.SimParameters()
     for p, f in zip(decl.PARAMS, fields(decl.SimParameters)):
         assert getattr(defaults, p.name) == p.default
-        assert f.type == (f"list[{p.item.__name__}]" if p.kind is list else p.kind.__name__), p.name
+        if p.per_joint:  # a number for every motor joint, or joint=number entries
+            assert f.type == "float | str | list[str]" and p.kind is float, p.name
+        else:
+            kind = f"list[{p.item.__name__}]" if p.kind is list else p.kind.__name__
+            assert f.type == kind, p.name
     assert decl.DYNAMIC == {p.name for p in decl.PARAMS if p.dynamic}
     assert {"real_time_factor", "paused", "clock_rate", "step_limit"} <= decl.DYNAMIC
     assert {"scene", "num_envs", "camera_width", "snapshot_dir"}.isdisjoint(decl.DYNAMIC)
@@ -225,6 +229,37 @@ def test_startup_int_for_float_and_snapshot_dir(ros_context):
         )
     finally:
         node.destroy_node()
+
+
+def test_gains_are_a_number_or_joint_entries():
+    """kp/kd as a user types them: a number (double or integer) for every motor joint, or
+    joint=number entries (a string, or a list of strings; a bare number is the default)."""
+    for name in ("kp", "kd"):
+        for value in (500.0, 500, 0, "motor_hinge=20", ["500", "motor_hinge=20"], ["7"], []):
+            assert _accepted(name, value), (name, value)
+        for value, words in [
+            (["=5"], "'=5' names no joint"),
+            ("=5", "'=5' names no joint"),
+            ([" = 5"], "names no joint"),
+            (["a=1", "a=2"], "'a' given twice"),
+            (["five"], "neither a number nor joint=number"),
+            (["a=-1"], ">= 0"),
+            (["a=nan"], "finite"),
+            (["1e11"], "'1e11' is above 10000000000"),
+            (["3", "a=1e11"], "'a=1e11' is above"),
+            (-1.0, "a number in [0,"),
+            (1e11, "a number in [0,"),
+            (math.nan, "finite"),
+            ([1.0, 2.0], "must be a number or joint=number strings"),
+            (True, "must be a number or joint=number strings"),
+            ([True], "must be a number or joint=number strings"),
+        ]:
+            reason = _refusal(name, value)
+            assert reason.startswith(f"{name}=") and words in reason, (value, reason)
+    p = next(p for p in decl.PARAMS if p.name == "kp")
+    assert p.descriptor().dynamic_typing and "joint=number" in p.constraint()
+    assert decl.gains(500, "kp") == 500.0 and decl.gains("a=2", "kp") == {"a": 2.0}
+    assert decl.gains(["3", "a=2"], "kp") == {"*": 3.0, "a": 2.0}
 
 
 def test_integer_list_parameters_check_each_item():

@@ -343,13 +343,32 @@ def test_entity_state_is_mujocos_and_set_pose_leaves_the_twist(node, client):
     req.state.twist.linear.x = 1.0
     r = client.call(ss.SetEntityState, NS + "set_entity_state", req)
     assert r.result.result == R.RESULT_OPERATION_FAILED and "twist" in r.result.error_message
-    r = client.call(
-        ss.SetEntityState,
-        NS + "set_entity_state",
-        ss.SetEntityState.Request(entity="cube", set_acceleration=True),
-    )
-    assert r.result.result == R.RESULT_FEATURE_UNSUPPORTED
-    assert pose_of(entity_state(client, "cube"))[0].tolist() == [0.0, 0.0, 1.5]  # unchanged
+    # acceleration (SetEntityState.srv): a static entity refuses a non-zero one with
+    # OPERATION_FAILED, and changes nothing; a dynamic one may ignore it, said in the reply
+    table_before = entity_state(client, "table")
+    req = ss.SetEntityState.Request(entity="table", set_pose=True, set_acceleration=True)
+    req.state.pose.position.x, req.state.pose.orientation.w = 0.3, 1.0
+    req.state.acceleration.angular.z = 0.5
+    r = client.call(ss.SetEntityState, NS + "set_entity_state", req)
+    assert r.result.result == R.RESULT_OPERATION_FAILED
+    assert "acceleration" in r.result.error_message
+    assert entity_state(client, "table") == table_before
+    req.state.acceleration.angular.z = 0.0  # zero: what a static entity has
+    req.state.pose.position.x = 0.0
+    r = client.call(ss.SetEntityState, NS + "set_entity_state", req)
+    ok(r)
+    assert r.result.error_message == ""
+    req = ss.SetEntityState.Request(entity="cube", set_pose=True, set_acceleration=True)
+    req.state.pose.position.z, req.state.pose.orientation.w = 1.25, 1.0
+    req.state.acceleration.linear.x = 3.0
+    r = client.call(ss.SetEntityState, NS + "set_entity_state", req)
+    ok(r)
+    assert "acceleration" in r.result.error_message and "ignored" in r.result.error_message
+    after = entity_state(client, "cube")
+    assert pose_of(after)[0].tolist() == [0.0, 0.0, 1.25]
+    assert after.acceleration.linear.x == pytest.approx(0.0, abs=1e-9)  # free fall: gravity only
+    req.state.pose.position.z = 1.5
+    ok(client.call(ss.SetEntityState, NS + "set_entity_state", req))
     # a static entity moves by its pose (the model changes; its bounds move with it)
     req = ss.SetEntityState.Request(entity="table", set_pose=True)
     req.state.pose.position.x, req.state.pose.orientation.w = 0.7, 1.0
@@ -594,10 +613,10 @@ def test_spawn_refusals_use_the_standard_codes(node, client, dirs, tmp_path):
     ok(r)
     got = {Path(s.entity_resource.uri.removeprefix("file://")).name: s for s in r.spawnables}
     assert set(got) == {"crate.xml", "post.urdf"}
-    assert [[p.x, p.y, p.z] for p in got["crate.xml"].spawn_bounds.points] == [
-        [-0.05] * 3,
-        [0.05] * 3,
-    ]
+    # listed without compiling (a listing reads no file a model names): no bounds
+    assert got["crate.xml"].spawn_bounds.type == sm.Bounds.TYPE_EMPTY
+    assert got["crate.xml"].description == "crate.xml: mjcf entity crate"
+    assert got["post.urdf"].description == "post.urdf: urdf entity post"
     assert "https://example.org" in r.result.error_message
 
 

@@ -96,6 +96,16 @@ def test_invalid_parameter_fails_with_one_line(start_node):
     assert "real_time_factor" in node.output and "Traceback" not in node.output, node.output
 
 
+@pytest.mark.parametrize("namespace", ["a b", "/9x", "{robot}", "a//b"])
+def test_invalid_sim_interfaces_namespace_fails_with_one_line_naming_it(start_node, namespace):
+    node = start_node({"sim_interfaces_namespace": f"'{namespace}'"})
+    node.proc.wait(timeout=30)
+    node.stop()
+    assert node.proc.returncode != 0
+    lines = [line for line in node.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "sim_interfaces_namespace" in lines[0], node.output
+
+
 def test_starts_with_the_shipped_params_file(start_node, client):
     config = Path(__file__).resolve().parents[2] / "config" / "default.yaml"
     declared = yaml.safe_load(config.read_text())["sim_node"]["ros__parameters"]

@@ -3,21 +3,27 @@
 """Entities added to or removed from a scene's MjSpec (runtime spawn and delete).
 
 An entity is a model in the MetaSim sense: one direct child body of the worldbody with
-its subtree, named after that body. A spawned entity's own element names are kept under
-the prefix ``<name>/`` so they never collide with the scene's; its root body is renamed
-to the entity name. The caller recompiles the edited spec (``MjSpec.recompile`` carries
-every other element's state over).
+its subtree, named after that body (its element name, core.scene.names: generated when
+the body is unnamed). A spawned entity's own element names are kept under the prefix
+``<name>/`` so they never collide with the scene's; its root body is renamed to the
+entity name. The caller recompiles the edited spec (``MjSpec.recompile`` carries every
+other element's state over).
+
+Entities are found by their element names, as the model the spec compiles to would name
+them (core.scene.names.spec_body_names: from the spec alone, so an edit can follow
+another without a compile between them).
 """
 
 from __future__ import annotations
 
 import math
-import xml.etree.ElementTree as ET
 from collections.abc import Collection, Sequence
 
 import mujoco
 
 from metasim_ros.core.errors import ResourceError, UnknownEntityError
+from metasim_ros.core.scene.loading import generated_form
+from metasim_ros.core.scene.names import spec_bodies, spec_body_names
 from metasim_ros.core.text import shown
 
 _CLASSED = (
@@ -33,36 +39,22 @@ _CLASSED = (
 QUAT_TOLERANCE = 1e-6
 
 
-def entity_names(spec: mujoco.MjSpec) -> list[str]:
-    """Names of the direct children of the worldbody (the scene's entities)."""
-    return [b.name for b in spec.worldbody.bodies]
+def entity_bodies(spec: mujoco.MjSpec) -> dict[str, mujoco.MjsBody]:
+    """The direct children of the worldbody (the scene's entities) by element name."""
+    names = spec_body_names(spec)
+    return {names[k]: b for k, (b, depth) in enumerate(spec_bodies(spec)) if depth == 1}
 
 
-def parse_entity(resource: str, path: str | None = None) -> mujoco.MjSpec:
-    """The spec of an entity resource: MJCF ``<mujoco>`` or URDF ``<robot>`` text, read
-    from `path` when given (so assets resolve next to the file). Raises ResourceError."""
-    try:
-        tag = ET.fromstring(resource).tag
-    except (ET.ParseError, TypeError) as exc:
-        raise ResourceError("parse", f"entity resource is not XML: {exc}") from None
-    if tag not in ("mujoco", "robot"):
-        raise ResourceError(
-            "format", f"entity resource must be <mujoco> (MJCF) or <robot> (URDF), got <{tag}>"
-        )
-    try:
-        spec = mujoco.MjSpec.from_file(path) if path else mujoco.MjSpec.from_string(resource)
-        # MuJoCo fuses bodies without joints into their parent on compile (the default for
-        # URDF), which would merge a URDF's root link into the world: keep it a body
-        spec.compiler.fusestatic = False
-        spec.compile()  # assets and every element checked now, not at the scene's recompile
-    except ValueError as exc:  # MuJoCo's parse and compile errors
-        raise _resource_error(exc) from None
-    return spec
+def _entity(spec: mujoco.MjSpec, name: str) -> mujoco.MjsBody:
+    entities = entity_bodies(spec)
+    if name not in entities:
+        raise UnknownEntityError(f"no entity named '{shown(name)}' (entities: {list(entities)})")
+    return entities[name]
 
 
 def resource_name(child: mujoco.MjSpec) -> str:
     """The name an MJCF resource gives its entity: its one top-level body's name ('' when
-    there is not exactly one). A URDF's is the robot's name (`resources.model_name`)."""
+    there is not exactly one). A URDF's is the robot's name."""
     roots = list(child.worldbody.bodies)
     return roots[0].name if len(roots) == 1 else ""
 
@@ -70,16 +62,15 @@ def resource_name(child: mujoco.MjSpec) -> str:
 def attach_entity(
     spec: mujoco.MjSpec,
     name: str,
-    resource: str | mujoco.MjSpec,
+    child: mujoco.MjSpec,
     pos: Sequence[float] = (0.0, 0.0, 0.0),
     quat: Sequence[float] = (1.0, 0.0, 0.0, 0.0),
 ) -> None:
-    """Add the one top-level body of `resource` (MJCF ``<mujoco>`` or URDF ``<robot>``
-    text, or its parsed spec) to `spec` as entity `name` at pose (pos, quat [w,x,y,z])
-    in the world."""
+    """Add a copy of the one top-level body of `child` (a parsed entity: see
+    core.scene.confine) to `spec` as entity `name` at pose (pos, quat [w,x,y,z]) in the
+    world."""
     check_name(spec, name)
     pose = check_pose(pos, quat)
-    child = parse_entity(resource) if isinstance(resource, str) else resource
     roots = list(child.worldbody.bodies)
     if len(roots) != 1:
         raise ResourceError(
@@ -87,18 +78,20 @@ def attach_entity(
             f"entity '{shown(name)}': the resource must hold exactly one top-level body, "
             f"found {len(roots)}",
         )
+    spec.copy_during_attach = True  # the child spec is not shared: it may go away
     frame = spec.worldbody.add_frame(pos=pose[0], quat=pose[1])
     body = frame.attach_body(roots[0], f"{name}/", "")
     body.name = name
 
 
-def remove_entity(spec: mujoco.MjSpec, name: str) -> None:
-    """Remove entity `name` (a direct child body of the worldbody) and its subtree."""
-    if name not in entity_names(spec):
-        raise UnknownEntityError(
-            f"no entity named '{shown(name)}' (entities: {entity_names(spec)})"
-        )
-    body = spec.body(name)
+def remove_entities(spec: mujoco.MjSpec, names: Sequence[str]) -> None:
+    """Remove entities (direct child bodies of the worldbody) with their subtrees; all
+    are found before any goes (a removal renumbers the bodies after it)."""
+    for name, body in [(n, _entity(spec, n)) for n in dict.fromkeys(names)]:
+        _remove(spec, name, body)
+
+
+def _remove(spec: mujoco.MjSpec, name: str, body: mujoco.MjsBody) -> None:
     prefix = f"{name}/"
     classes = {f"{prefix}main"} | {
         e.classname.name for kind in _CLASSED for e in body.find_all(kind) if e.classname
@@ -118,36 +111,53 @@ def remove_entity(spec: mujoco.MjSpec, name: str) -> None:
 
 
 def place_entity(
-    spec: mujoco.MjSpec, name: str, pos: Sequence[float], quat: Sequence[float]
+    spec: mujoco.MjSpec,
+    name: str,
+    pos: Sequence[float],
+    quat: Sequence[float],
 ) -> None:
     """Move entity `name`'s root body to a world pose in the model (for entities fixed to
     the world, whose pose is part of the model rather than of the state)."""
-    if name not in entity_names(spec):
-        raise UnknownEntityError(
-            f"no entity named '{shown(name)}' (entities: {entity_names(spec)})"
-        )
+    body = _entity(spec, name)
     p, q = check_pose(pos, quat)
-    body = spec.body(name)
     if body.frame is not None:  # a spawned entity hangs from the frame it was placed with
         body.frame.pos, body.frame.quat = [0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]
     body.pos, body.quat = p, q
 
 
 def check_name(spec: mujoco.MjSpec, name: str) -> None:
-    """Refuse names MuJoCo or the entity prefixes cannot hold, and names in use."""
-    if not isinstance(name, str) or not name or "/" in name or not name.isprintable():
-        raise ResourceError(
-            "name", f"entity name '{shown(name)}': must be a non-empty printable name without '/'"
-        )
-    if spec.body(name) is not None:
+    """Refuse names check_name_form refuses, and names in use (by a body of `spec`, or
+    generated for an unnamed one)."""
+    check_name_form(name)
+    if name in spec_body_names(spec):
         raise ResourceError(
             "name_taken", f"entity name '{shown(name)}' is taken by a body of the scene"
         )
 
 
+def check_name_form(name: str) -> None:
+    """Refuse names MuJoCo or the entity prefixes cannot hold, and names of the form given
+    to unnamed bodies (core.scene.loading.generated_form: 'body18' may be an unnamed
+    body's name now or after any edit)."""
+    if not isinstance(name, str) or not name or "/" in name or not name.isprintable():
+        raise ResourceError(
+            "name", f"entity name '{shown(name)}': must be a non-empty printable name without '/'"
+        )
+    if generated_form(name, mujoco.mjtObj.mjOBJ_BODY):
+        raise ResourceError(
+            "name",
+            f"entity name '{shown(name)}' has the form of the names unnamed bodies get; "
+            "choose another",
+        )
+
+
 def free_name(taken: Collection[str], base: str) -> str:
-    """`base` (made valid) if no body has it, else the first free `base_1`, `base_2`, ..."""
+    """`base` (made valid) if no body has it, else the first free `base_1`, `base_2`, ...;
+    a base of the form unnamed bodies get ('body3', 'body3_1') becomes `<base>_entity`
+    first, so no name given is one an unnamed body may hold."""
     base = "".join(c if c.isprintable() and c != "/" else "_" for c in base) or "entity"
+    if generated_form(base, mujoco.mjtObj.mjOBJ_BODY):
+        base = f"{base}_entity"
     if base not in taken:
         return base
     i = 1
@@ -168,12 +178,3 @@ def check_pose(pos: Sequence[float], quat: Sequence[float]) -> tuple[list[float]
     if abs(norm - 1.0) > QUAT_TOLERANCE:
         raise ResourceError("pose", f"pose: quaternion {q} is not unit (norm {norm:.9g})")
     return p, [v / norm for v in q]
-
-
-def _resource_error(exc: ValueError) -> ResourceError:
-    text = str(exc)
-    missing = any(
-        w in text.lower()
-        for w in ("could not open", "error opening file", "resource not found", "no such")
-    )
-    return ResourceError("assets" if missing else "parse", f"entity resource: {text}")

@@ -8,6 +8,7 @@ model that owns an actuator, unless the caller names the robots explicitly.
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,7 @@ import numpy as np
 
 from metasim_ros.core.errors import SceneError
 from metasim_ros.core.joint_kinds import FREE
+from metasim_ros.core.scene.names import element_names
 from metasim_ros.scenes import default_scene_path
 
 _TRN = mujoco.mjtTrn
@@ -26,7 +28,7 @@ _WRAP_JOINT = mujoco.mjtWrap.mjWRAP_JOINT
 
 @dataclass(frozen=True)
 class ModelInfo:
-    """One model of the scene; names are MuJoCo names (synthesised when empty)."""
+    """One model of the scene; names are the scene's element names (core.scene.names)."""
 
     name: str
     kind: str  # "object" | "robot"
@@ -74,7 +76,7 @@ def _compile(scene: str | None) -> LoadedScene:
     if scene.lstrip().startswith("<"):
         spec = mujoco.MjSpec.from_string(scene)
         return LoadedScene(spec.compile(), scene, None, spec)
-    path = str(Path(scene).expanduser().resolve())
+    path = scene_file(scene)
     text = Path(path).read_text()
     spec = mujoco.MjSpec.from_file(path)
     model = spec.compile()
@@ -83,21 +85,16 @@ def _compile(scene: str | None) -> LoadedScene:
     return LoadedScene(model, text, path, spec)
 
 
-def object_name(model: mujoco.MjModel, objtype: mujoco.mjtObj, objid: int) -> str:
-    """MuJoCo name, or '<type><id>' (e.g. 'body3') for unnamed elements."""
-    name = mujoco.mj_id2name(model, objtype, objid)
-    return name if name else f"{objtype.name[6:].lower()}{objid}"
+def scene_file(scene: str) -> str:
+    """The resolved path of a scene file the operator named."""
+    return str(Path(scene).expanduser().resolve())
 
 
-def names(model: mujoco.MjModel, objtype: mujoco.mjtObj, count: int) -> list[str]:
-    """All names of one element type, in id order, checked unique."""
-    out = [object_name(model, objtype, i) for i in range(count)]
-    if len(set(out)) != len(out):
-        dup = sorted({n for n in out if out.count(n) > 1})
-        raise SceneError(
-            f"duplicate {objtype.name[6:].lower()} names {dup}; name them in the scene"
-        )
-    return out
+def generated_form(name: str, objtype: mujoco.mjtObj) -> bool:
+    """True if `name` has the form core.scene.names gives unnamed elements of `objtype`
+    ('body18', 'body18_1'): such a name could be taken by an unnamed element of any
+    model, since ids move with every edit."""
+    return re.fullmatch(rf"{objtype.name[6:].lower()}[0-9]+(_[0-9]+)?", name) is not None
 
 
 def _actuated_roots(model: mujoco.MjModel) -> set[int]:
@@ -130,8 +127,8 @@ def find_models(model: mujoco.MjModel, robots: Sequence[str] | None = None) -> l
 
     `robots` None: robots are the models owning actuators; otherwise exactly those named.
     """
-    body_names = names(model, mujoco.mjtObj.mjOBJ_BODY, model.nbody)
-    joint_names = names(model, mujoco.mjtObj.mjOBJ_JOINT, model.njnt)
+    table = element_names(model)
+    body_names, joint_names = table.body, table.joint
     roots = [b for b in range(1, model.nbody) if model.body_parentid[b] == 0]
     root_names = {body_names[r] for r in roots}
     if robots is not None:

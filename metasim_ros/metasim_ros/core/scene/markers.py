@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from metasim_ros.core.scene.loading import names, object_name
+from metasim_ros.core.scene.names import element_names
 
 _G = mujoco.mjtGeom
 
@@ -43,7 +43,7 @@ class GeomVisual:
     """How to draw one geom, in its body's frame."""
 
     geom: int  # geom id: a stable marker id
-    name: str  # geom name ('geom<id>' when unnamed)
+    name: str  # geom name (core.scene.names: 'geom<id>' when unnamed)
     body: int  # body id whose frame carries the geom (0 = world)
     model: str  # the model (direct child of the world) the body belongs to; 'world' for 0
     shape: str  # CUBE | SPHERE | CYLINDER | TRIANGLES
@@ -67,7 +67,8 @@ def geom_rgba(model: mujoco.MjModel, geom: int) -> np.ndarray:
 def geom_visuals(model: mujoco.MjModel, groups: Iterable[int] = VISIBLE_GROUPS) -> list[GeomVisual]:
     """Every geom of the given groups that can be drawn, in geom order."""
     shown = set(groups)
-    bodies = names(model, mujoco.mjtObj.mjOBJ_BODY, model.nbody)
+    table = element_names(model)
+    bodies = table.body
     out = []
     for g in range(model.ngeom):
         if int(model.geom_group[g]) not in shown:
@@ -80,7 +81,7 @@ def geom_visuals(model: mujoco.MjModel, groups: Iterable[int] = VISIBLE_GROUPS) 
         out.append(
             GeomVisual(
                 geom=g,
-                name=object_name(model, mujoco.mjtObj.mjOBJ_GEOM, g),
+                name=table.geom[g],
                 body=body,
                 model="world" if root == 0 else bodies[root],
                 shape=shape[0],
@@ -118,12 +119,17 @@ def _shape(model: mujoco.MjModel, g: int) -> tuple[str, np.ndarray, np.ndarray |
     return None
 
 
-def mesh_triangles(model: mujoco.MjModel, mesh: int) -> np.ndarray:
-    """The mesh's own faces as a triangle list, in the geom frame (MuJoCo has already
-    moved the vertices there)."""
+def mesh_arrays(model: mujoco.MjModel, mesh: int) -> tuple[np.ndarray, np.ndarray]:
+    """The compiled mesh's vertices ([n, 3] float32, in the geom frame: MuJoCo has
+    already moved them there) and faces ([m, 3] vertex indices)."""
     v0, f0 = model.mesh_vertadr[mesh], model.mesh_faceadr[mesh]
     vert = model.mesh_vert[v0 : v0 + model.mesh_vertnum[mesh]]
-    face = model.mesh_face[f0 : f0 + model.mesh_facenum[mesh]]
+    return vert, model.mesh_face[f0 : f0 + model.mesh_facenum[mesh]]
+
+
+def mesh_triangles(model: mujoco.MjModel, mesh: int) -> np.ndarray:
+    """The mesh's own faces as a triangle list, in the geom frame."""
+    vert, face = mesh_arrays(model, mesh)
     return vert[face.reshape(-1)].astype(np.float64)
 
 

@@ -17,6 +17,7 @@ import mujoco
 import numpy as np
 
 from metasim_ros.core.scene.loading import ModelInfo
+from metasim_ros.core.scene.names import element_names
 from metasim_ros.core.state.frames import mat_to_quat
 
 #: Sites whose names start with this are named poses (the rest of the name is the name).
@@ -44,8 +45,9 @@ def named_poses(
 ) -> list[NamedPose]:
     """Every named pose of the scene (`data` synced, for site poses)."""
     out: list[NamedPose] = []
+    table = element_names(model)
     for k in range(model.nkey):
-        key = model.key(k).name or f"key{k}"
+        key = table.of(mujoco.mjtObj.mjOBJ_KEY)[k]
         for info in models:
             if info.free_joint < 0:
                 continue
@@ -76,7 +78,7 @@ def named_poses(
             }.get(kind, size)
             half = np.asarray(half, dtype=np.float64)
             bounds = ("box", [-half, half])
-        body = model.body(int(model.site_bodyid[s])).name or "world"
+        body = table.body[int(model.site_bodyid[s])]
         out.append(
             NamedPose(
                 name[len(SITE_PREFIX) :],

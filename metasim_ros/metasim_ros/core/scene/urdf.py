@@ -12,6 +12,12 @@ URDF has no ball joint: a ball joint is written as a fixed joint at its referenc
 orientation, with a comment; its body's real pose is on sim_node's /tf. A free-floating
 robot's URDF starts at its root link; /tf carries world -> root.
 
+Meshes loaded from a file are named by that file. Geometry MuJoCo has no file for (meshes
+given inline or built from a primitive, SDF meshes, height fields) is written from the
+compiled model as OBJ files in a MeshFolder (mesh_export.py) and named by those; without
+one, it is left out with a comment. MuJoCo, loading the URDF (file names as MeshFolder
+explains), puts every vertex of both kinds where the original model has it.
+
 A `<mujoco><compiler fusestatic="false"/></mujoco>` element (MuJoCo's URDF extension,
 ignored by ROS tools) makes MuJoCo keep every link as a body when it loads the file (and,
 when there are massless intermediate links, gives those a negligible mass, MIN_MASS).
@@ -28,13 +34,17 @@ import mujoco
 import numpy as np
 
 from metasim_ros.core.joint_kinds import BALL, FREE, HINGE, SLIDE
-from metasim_ros.core.scene.loading import ModelInfo, names
+from metasim_ros.core.scene.loading import ModelInfo
 from metasim_ros.core.scene.markers import (
     INFINITE_PLANE_HALF_SIZE,
     PLANE_THICKNESS,
     VISIBLE_GROUPS,
     geom_rgba,
+    hfield_triangles,
+    mesh_arrays,
 )
+from metasim_ros.core.scene.mesh_export import MeshFolder, indexed
+from metasim_ros.core.scene.names import element_names
 
 _G = mujoco.mjtGeom
 _IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])
@@ -74,15 +84,18 @@ def robot_description(
     robots: Sequence[ModelInfo],
     scene_path: str | None,
     groups: Iterable[int] = VISIBLE_GROUPS,
+    mesh_folder: MeshFolder | None = None,
 ) -> str | None:
     """What robot_description carries: the scene file's own text when it is a URDF, else
-    the URDF generated for `robots`; None when there is no robot."""
+    the URDF generated for `robots` (see robot_urdf); None when there is no robot."""
     original = original_urdf(scene_path)
     if original is not None:
         return original
     if not robots:
         return None
-    return robot_urdf(model, robots, groups=groups, meshes=mesh_files(scene_path))
+    return robot_urdf(
+        model, robots, groups=groups, meshes=mesh_files(scene_path), mesh_folder=mesh_folder
+    )
 
 
 def robot_urdf(
@@ -91,13 +104,17 @@ def robot_urdf(
     *,
     groups: Iterable[int] = VISIBLE_GROUPS,
     meshes: Mapping[int, str] | None = None,
+    mesh_folder: MeshFolder | None = None,
 ) -> str:
     """URDF text of `robots`: one robot's tree from its root link; several robots, or a
     robot whose root body has joints, under a 'world' link (welded roots by fixed joints,
-    free ones by floating joints). `meshes`: mesh id -> file (see mesh_files)."""
+    free ones by floating joints). `meshes`: mesh id -> file (see mesh_files);
+    `mesh_folder`: where the other meshes and height fields are written, and how files
+    are named (`file://` URIs without it). Raises FileAccessError when a mesh file
+    cannot be written."""
     if not robots:
         raise ValueError("no robot to describe")
-    writer = _Writer(model, set(groups), meshes or {})
+    writer = _Writer(model, set(groups), meshes or {}, mesh_folder)
     first = robots[0]
     # one robot whose root is free or welded: the URDF starts at its root link
     single = len(robots) == 1 and (first.free or model.body_jntnum[first.root_body] == 0)
@@ -176,12 +193,20 @@ def _axis_angle(axis: np.ndarray, angle: float) -> np.ndarray:
 
 
 class _Writer:
-    def __init__(self, model: mujoco.MjModel, groups: set[int], meshes: Mapping[int, str]):
+    def __init__(
+        self,
+        model: mujoco.MjModel,
+        groups: set[int],
+        meshes: Mapping[int, str],
+        folder: MeshFolder | None,
+    ):
         self.m = model
         self.groups = groups
         self.meshes = meshes
-        self.bodies = names(model, mujoco.mjtObj.mjOBJ_BODY, model.nbody)
-        self.joints = names(model, mujoco.mjtObj.mjOBJ_JOINT, model.njnt)
+        self.folder = folder
+        self.written: dict[tuple[int, int], str] = {}  # (geom type, data id) -> its name
+        table = element_names(model)
+        self.bodies, self.joints, self.geoms = table.body, table.joint, table.geom
         self.robot = ET.Element("robot")
         self.compiler = ET.SubElement(
             ET.SubElement(self.robot, "mujoco"), "compiler", fusestatic="false"
@@ -220,7 +245,7 @@ class _Writer:
         m = self.m
         kind, size = int(m.geom_type[g]), m.geom_size[g]
         pose = _Pose(m.geom_pos[g], m.geom_quat[g])
-        name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_GEOM, g) or f"geom{g}"
+        name = self.geoms[g]
         parts: list[tuple[_Pose, str, dict[str, str]]] = []
         if kind == _G.mjGEOM_BOX:
             parts.append((pose, "box", {"size": _vec(2 * size)}))
@@ -235,13 +260,18 @@ class _Writer:
             ball = {"radius": _f(size[0])}
             parts.append((pose, "cylinder", {"radius": _f(size[0]), "length": _f(2 * size[1])}))
             parts += [(pose * _Pose([0, 0, e * size[1]]), "sphere", ball) for e in (1.0, -1.0)]
-        elif kind == _G.mjGEOM_MESH and int(m.geom_dataid[g]) in self.meshes:
+        elif kind in (_G.mjGEOM_MESH, _G.mjGEOM_SDF) and int(m.geom_dataid[g]) in self.meshes:
             mesh = int(m.geom_dataid[g])
             # MuJoCo moved the file's vertices: v = conj(mesh_quat) (scale * v_file - mesh_pos)
             inv = m.mesh_quat[mesh] * np.array([1.0, -1.0, -1.0, -1.0])
             file_frame = _Pose(-_rotate(inv, m.mesh_pos[mesh]), inv)
-            attrs = {"filename": "file://" + self.meshes[mesh], "scale": _vec(m.mesh_scale[mesh])}
+            attrs = {
+                "filename": self.file_name(self.meshes[mesh]),
+                "scale": _vec(m.mesh_scale[mesh]),
+            }
             parts.append((pose * file_frame, "mesh", attrs))
+        elif self.folder is not None and self.writable(g):
+            parts.append((pose, "mesh", {"filename": self.write(g)}))
         else:
             self.robot.append(
                 ET.Comment(
@@ -260,6 +290,29 @@ class _Writer:
                 )
                 rgba = " ".join(np.format_float_positional(c, trim="0") for c in geom_rgba(m, g))
                 ET.SubElement(material, "color", rgba=rgba)  # float32: shortest text
+
+    def file_name(self, path: str) -> str:
+        """How the URDF names a mesh file of the scene."""
+        return self.folder.name(path) if self.folder is not None else "file://" + path
+
+    def writable(self, g: int) -> bool:
+        """Geom g has geometry to write as a mesh file: a compiled mesh (inline, built
+        from a primitive, or an SDF's) or a height field."""
+        kind, data = int(self.m.geom_type[g]), int(self.m.geom_dataid[g])
+        return data >= 0 and kind in (_G.mjGEOM_MESH, _G.mjGEOM_SDF, _G.mjGEOM_HFIELD)
+
+    def write(self, g: int) -> str:
+        """The written file of geom g's mesh or height field, in the geom frame (once
+        per mesh or height field)."""
+        kind, data = int(self.m.geom_type[g]), int(self.m.geom_dataid[g])
+        key = (_G.mjGEOM_HFIELD if kind == _G.mjGEOM_HFIELD else _G.mjGEOM_MESH, data)
+        if key not in self.written:
+            if kind == _G.mjGEOM_HFIELD:
+                arrays = indexed(hfield_triangles(self.m, data))
+            else:
+                arrays = mesh_arrays(self.m, data)
+            self.written[key] = self.folder.write(*arrays)
+        return self.written[key]
 
     # -- joints ------------------------------------------------------------------------
     def attach_root(self, info: ModelInfo) -> None:

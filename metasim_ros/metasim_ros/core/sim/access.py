@@ -14,12 +14,15 @@ from __future__ import annotations
 import threading
 import traceback
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TypeVar
 
 from metasim_ros.core.errors import IncorrectStateError, RequestError
-from metasim_ros.core.sim.handler import ModelEdit, MujocoHandler
+from metasim_ros.core.scene.builder import Operation, Outside, Remove, Spawn
+from metasim_ros.core.scene.confine import ModelSource
+from metasim_ros.core.scene.loading import ModelInfo
+from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.sim.physics_loop import PhysicsLoop
 from metasim_ros.core.text import shown
 
@@ -36,6 +39,8 @@ class SimulationAccess:
 
     #: Divergences whose text is kept (status reports the last one and the count of all).
     DIVERGENCES_KEPT = 100
+    #: Times an edit is built again when another one committed first (edit_model).
+    EDIT_ATTEMPTS = 3
 
     def __init__(
         self,
@@ -98,20 +103,41 @@ class SimulationAccess:
         self.changed()
         return result
 
-    def edit_model(self, prepare: Callable[[MujocoHandler], tuple[ModelEdit, T]]) -> T:
-        """A model edit (spawn, delete) whose compile, about 1 ms per env, runs without
-        the lock: `prepare` (under it) returns the handler's prepared edit and a result;
-        meanwhile physics takes no steps (PhysicsLoop.held), while the topics, reads and
-        everything else go on. A write in between is not lost: the commit then compiles
-        again from the current envs, under the lock (MujocoHandler.commit_edit)."""
-        with self.loop.held():
+    def edit_model(self, operation: Operation, robots: list[str] | None | bool = False) -> str:
+        """A model edit (spawn, delete, place, a new world; `robots` with a new world) built
+        without the lock: the handler's builder compiles it and runs its first step, and
+        everything derived from the new model is built, while physics, the topics and
+        every service go on (MujocoHandler.prepare_edit / stage_edit); then, under the
+        lock, each env's state as it is then carries over and the model takes over
+        (commit_edit). Returns what the builder named (the entity a spawn added)."""
+        for _ in range(self.EDIT_ATTEMPTS):
             with self.locked() as h:
-                edit, result = prepare(h)
-            edit.compile()
+                edit = h.prepare_edit(operation, robots)
+            self.handler.stage_edit(edit)  # no lock: reads only what the edit holds
             with self.locked() as h:
-                h.commit_edit(edit)
-        self.changed()
-        return result
+                committed = h.commit_edit(edit)
+            if committed:
+                self.changed()
+                assert edit.built is not None
+                return edit.built.name
+        raise IncorrectStateError(
+            f"the model changed {self.EDIT_ATTEMPTS} times while the edit was being built"
+        )
+
+    @property
+    def models(self) -> list[ModelInfo]:
+        """The scene's models (a fact of the current model: read without the lock)."""
+        return self.handler.models
+
+    def spawn(
+        self, name: str, resource: ModelSource, pos: Sequence[float], quat: Sequence[float]
+    ) -> None:
+        """Add entity `name` made of `resource` at a world pose (edit_model)."""
+        self.edit_model(Spawn(Outside(stored=resource), name, False, tuple(pos), tuple(quat)))
+
+    def delete(self, *names: str) -> None:
+        """Remove entities with their subtrees (edit_model)."""
+        self.edit_model(Remove(tuple(names)))
 
     def follow_model(
         self, take: Callable[[MujocoHandler], T], build: Callable[[T], None]
@@ -262,19 +288,35 @@ class SimulationAccess:
             text = "STOPPED: the physics thread is not running; " + text
         return not self._halted and (loop.alive or not loop.started), text
 
-    def _failed(self, exc: Exception) -> None:
+    def _failed(self, exc: Exception) -> bool:
         """Stepping raised (e.g. MuJoCo's arena too small for the model): MjData may be left
-        mid-step, so every env goes back to the initial state and the simulation halts,
-        logged and reported by status(), instead of the physics thread dying."""
-        self._halted = True
-        with self.locked() as h:
-            h.reset()
-        text = f"physics failed: {type(exc).__name__}: {exc}; every env reset, paused"
+        mid-step. After a model edit, the edit is reverted (the model and every env as they
+        were just before it) and physics may go on: returns True. Otherwise every env goes
+        back to the initial state and the simulation halts. Logged and reported by
+        status(); should the recovery fail too, the simulation halts: the physics thread
+        never dies."""
+        reverted = False
+        try:
+            with self.locked() as h:
+                reverted = h.revert_edit()
+                if not reverted:
+                    h.reset()
+            action = (
+                "the last model edit was reverted (the model and every env as just before it)"
+                if reverted
+                else "every env reset, paused"
+            )
+        except Exception as again:  # noqa: BLE001 - the recovery failed too: halt
+            reverted = False
+            action = f"and so did the recovery ({type(again).__name__}: {again}); paused"
+        self._halted = not reverted
+        text = f"physics failed: {type(exc).__name__}: {exc}; {action}"
         with self._state_lock:
             self._divergences.append(text)
             self._divergence_count += 1
-        self._log_error(text + " (~/pause false resumes)")
+        self._log_error(text if reverted else text + " (~/pause false resumes)")
         self.changed()
+        return reverted
 
     def _stopped(self, exc: BaseException) -> None:
         """The physics thread ended on an error it could not handle: say so once, with

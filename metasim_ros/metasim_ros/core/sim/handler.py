@@ -4,43 +4,51 @@
 
 from __future__ import annotations
 
+import dataclasses
 import numbers
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import mujoco
 import numpy as np
 
-from metasim_ros.core.errors import SceneError, StateValidationError
+from metasim_ros.core.control.commands import JointCommand, apply_commands, plan_commands
+from metasim_ros.core.control.drives import ControlLayout
+from metasim_ros.core.control.goals import TrajectoryGoal, TrajectoryProgress, TrajectoryRun
+from metasim_ros.core.control.laws import Gains, Laws
+from metasim_ros.core.control.record import ControlState
+from metasim_ros.core.control.state import ControlConfig, Controls
+from metasim_ros.core.control.trajectory import Trajectories
+from metasim_ros.core.control.wrenches import AppliedWrenches
+from metasim_ros.core.errors import InternalError, SceneError, StateValidationError
 from metasim_ros.core.scene import loading as scene_mod
-from metasim_ros.core.scene.cameras import CameraPoses, CameraRenderer
-from metasim_ros.core.scene.entities import (
-    attach_entity,
-    parse_entity,
-    place_entity,
-    remove_entity,
+from metasim_ros.core.scene.builder import (
+    INITIAL_KEYFRAME,
+    INTEGRATION_STATE,
+    Attach,
+    Built,
+    Operation,
+    Outside,
+    Place,
+    Recipe,
+    Remove,
+    SceneBuilder,
+    Spawn,
+    World,
 )
+from metasim_ros.core.scene.cameras import CameraPoses, CameraRenderer
+from metasim_ros.core.scene.confine import ModelSource
+from metasim_ros.core.scene.entities import check_name_form, check_pose
 from metasim_ros.core.scene.loading import ModelInfo
+from metasim_ros.core.scene.names import NameTable, element_names
 from metasim_ros.core.sensors import SensorReadings, SensorTable
-from metasim_ros.core.sim.actuation import Actuation, Gains
-from metasim_ros.core.sim.trajectory import INVALID_GOAL, TrajectoryRunner
-from metasim_ros.core.sim.wrenches import AppliedWrenches
-from metasim_ros.core.state.commands import JointCommand, apply_commands, plan_commands
 from metasim_ros.core.state.forces import ContactReadings, link_wrenches, read_contacts
 from metasim_ros.core.state.joints import JointReader, JointReading
 from metasim_ros.core.state.reader import StateReader
 from metasim_ros.core.state.schema import Action, State
-from metasim_ros.core.state.targets import POSITION, JointTargets
 from metasim_ros.core.state.writer import Plan, StateWriter
-
-#: The complete physics state: what a snapshot stores and a capture holds.
-INTEGRATION_STATE = int(mujoco.mjtState.mjSTATE_INTEGRATION)
-
-#: Name of the keyframe a scene starts in and resets to (the model defaults otherwise).
-INITIAL_KEYFRAME = "home"
-
 
 #: MuJoCo's instability warnings (it resets the MjData when one fires).
 _UNSTABLE = (
@@ -57,66 +65,87 @@ _UNSTABLE_TEXT = (
 
 @dataclass
 class PhysicsState:
-    """One env's complete physics state: mjSTATE_INTEGRATION (time, qpos, qvel, act,
-    warm start, ctrl, applied forces, mocap, user and plugin data), and what MuJoCo has
-    no place for: the joint targets and the sim times at which applied wrenches end.
-    Targets may be None (keep the current); wrench_until None means no wrench ends (those
-    in xfrc_applied stay until cleared)."""
+    """One env's complete state: mjSTATE_INTEGRATION (time, qpos, qvel, act, warm start,
+    ctrl, applied forces, mocap, user and plugin data) and the control state, everything
+    else that decides ctrl and the applied forces (core.control.state). A restore of a
+    state without control keeps the env's current control state."""
 
     integration: np.ndarray
-    pos_target: np.ndarray | None = None
-    vel_target: np.ndarray | None = None
-    wrench_until: np.ndarray | None = None
+    control: ControlState | None = None
+
+
+class Builder(Protocol):
+    """What builds the models of edits (core.scene.builder.SceneBuilder, in this
+    process; core.scene.worker.WorkerBuilder, in a worker process)."""
+
+    def remember(self, recipe: Recipe, spec: mujoco.MjSpec, model: mujoco.MjModel) -> None:
+        """`recipe` describes `model`, compiled from `spec` here."""
+
+    def build(
+        self, recipe: Recipe, operation: Operation, state: np.ndarray | None, envs: int
+    ) -> Built:
+        """The model `operation` makes of `recipe`'s (see SceneBuilder.build)."""
+
+
+@dataclass
+class _Derived:
+    """Everything the handler derives from one model and its envs' MjData: built in one
+    go (for an edit, away from the lock) and taken over in one go (`_take`)."""
+
+    model: mujoco.MjModel
+    datas: list[mujoco.MjData]
+    models: list[ModelInfo]
+    robots: list[ModelInfo]
+    names: NameTable
+    body_names: list[str]
+    joint_names: list[str]
+    cameras: list[str]
+    key: int
+    controls: Controls
+    laws: Laws
+    trajectories: Trajectories
+    wrenches: AppliedWrenches
+    camera_poses: CameraPoses
+    reader: StateReader
+    writer: StateWriter
+    joints: JointReader
+    sensors: SensorTable
+    state_size: int
 
 
 @dataclass
 class ModelEdit:
-    """A model edit (spawn, delete, ...) in three steps, so that the compile, about 1.5 ms
-    per env, can run without the lock: MujocoHandler.prepare_edit (under the lock: the
-    edited spec and every env's integration state), `compile` (anywhere),
-    MujocoHandler.commit_edit (under the lock again)."""
+    """A model edit on its way: `MujocoHandler.prepare_edit` (under the lock: the recipe,
+    the model version, env 0's state), `stage_edit` (anywhere: the builder's model, and
+    everything derived from it with its names checked), `commit_edit` (under the lock:
+    every env's current state carried over, then the new model takes over)."""
 
-    edit: Callable[[mujoco.MjSpec], None]
-    done: Callable[[], None]  # bookkeeping once the new model is in place
-    version: int  # the model version it was prepared for
-    model: mujoco.MjModel
-    spec: mujoco.MjSpec
-    states: np.ndarray  # [env, mjSTATE_INTEGRATION] when it was prepared
-    compiled: list[tuple[mujoco.MjModel, mujoco.MjData]] | None = None
-
-    def compile(self) -> None:
-        """Each env's state in the edited model (MjSpec.recompile carries it over, from
-        a scratch MjData holding that env's integration state).
-
-        A spec maps the state of the model it was last compiled to: recompiling the same
-        spec for a second env would read that env's old state as if it were laid out like
-        the new model (zeros, other joints' values, NaN in the new elements). So every env
-        but the first gets its own copy of the edited spec, copied before any compile; the
-        first env's spec is the one kept."""
-        m = self.model
-        try:
-            specs = [self.spec] + [self.spec.copy() for _ in self.states[1:]]
-            scratch, compiled = mujoco.MjData(m), []  # recompile copies out of the scratch
-            for spec, state in zip(specs, self.states):
-                mujoco.mj_setState(m, scratch, state, INTEGRATION_STATE)
-                compiled.append(spec.recompile(m, scratch))
-        except ValueError as exc:  # MuJoCo's compile errors
-            raise SceneError(f"the edited model does not compile: {exc}") from None
-        self.compiled = compiled
+    operation: Operation
+    recipe: Recipe
+    version: int
+    state: np.ndarray  # env 0's integration state: the new model's first step starts there
+    envs: int
+    robots: list[str] | None
+    built: Built | None = None
+    derived: _Derived | None = None
 
 
-@dataclass(frozen=True)
-class SpawnRecord:
-    """How an entity was added at runtime: its MJCF (URDF is converted) and world pose,
-    enough to add it again to a node started without it (snapshots)."""
+@dataclass
+class _Undo:
+    """The model and envs as they were just before the last edit (see revert_edit)."""
 
-    mjcf: str
-    pos: tuple[float, ...]
-    quat: tuple[float, ...]
+    recipe: Recipe
+    xml: str | None
+    scene_path: str | None
+    robots: list[str] | None
+    derived: _Derived
+    states: np.ndarray  # [env, integration state]
+    controls: list[ControlState]
 
 
 class Transaction:
-    """Backups of some envs taken when a `MujocoHandler.transaction` scope opened."""
+    """Backups of some envs (MjData and control state) taken when a
+    `MujocoHandler.transaction` scope opened."""
 
     def __init__(self, handler: MujocoHandler, env_ids: list[int]) -> None:
         self._handler = handler
@@ -151,6 +180,7 @@ class MujocoHandler:
         camera_size: tuple[int, int] | None = None,
         fast_render: bool = True,
         derived_tolerance: float = 1e-6,
+        builder: Builder | None = None,
     ) -> None:
         """scene: MJCF/URDF path, MJCF text, or None for the embedded default scene.
 
@@ -159,17 +189,24 @@ class MujocoHandler:
         (sim time) at which executed trajectories update the targets. camera_size: (width, height)
         for every camera (default: the camera's `resolution`, else the offscreen size).
         fast_render: no shadows/MSAA. derived_tolerance: how far a read-only value given
-        to set_states may be from the value the joints produce.
+        to set_states may be from the value the joints produce. builder: what builds the
+        models of edits (default: a SceneBuilder in this process).
         """
         if num_envs < 1:
             raise SceneError(f"num_envs must be >= 1, got {num_envs}")
         loaded = scene_mod.load_scene(scene)
         self.scene_path: str | None = loaded.path
-        self._spec = loaded.spec
+        self._builder: Builder = builder or SceneBuilder()
+        #: how the current model is made (the scene, then the edits since); a scene file by
+        #: its resolved path (a builder may run in another working directory)
+        self.recipe = Recipe(loaded.path or scene)
+        self._builder.remember(self.recipe, loaded.spec, loaded.model)
+        self._undo: _Undo | None = None
         self._robot_names = robots
-        self._gains = (kp, kd)
-        self._actuation_law = actuation
         self._trajectory_rate = trajectory_rate
+        self._control_config = ControlConfig(
+            kp, kd, actuation, _period(trajectory_rate, loaded.model)
+        )
         self._camera_size = camera_size
         self._fast_render = fast_render
         self._derived_tolerance = derived_tolerance
@@ -177,11 +214,8 @@ class MujocoHandler:
         #: Counts model changes (start-up, spawn, delete, a new scene): a part that caches
         #: anything derived from the model compares it, under the lock, before reading.
         self.model_version = 0
-        #: Entities spawned at runtime, by name, in spawn order (cleared by a new scene).
-        self.spawned: dict[str, SpawnRecord] = {}
-        self._adopt(
-            loaded.model, loaded.xml, [mujoco.MjData(loaded.model) for _ in range(num_envs)]
-        )
+        datas = [mujoco.MjData(loaded.model) for _ in range(num_envs)]
+        self._take(self._derive(loaded.model, datas, robots, strict=True), loaded.xml)
         self.reset()
 
     # -- the one door to MjData ------------------------------------------------------
@@ -225,40 +259,43 @@ class MujocoHandler:
             self._stale[env_id] = True
 
     def capture(self, env_id: int) -> PhysicsState:
-        """The complete physics state of one env (mjSTATE_INTEGRATION and the joint
-        targets), as a copy that can be serialised without holding the simulation."""
+        """The complete state of one env (mjSTATE_INTEGRATION and the control state), as
+        a copy that can be serialised without holding the simulation."""
         row = np.empty(self._state_size)
         mujoco.mj_getState(self._model, self._datas[env_id], row, INTEGRATION_STATE)
-        return PhysicsState(
-            row,
-            self._targets.pos[env_id].copy(),
-            self._targets.vel[env_id].copy(),
-            self._wrenches.get(env_id),
-        )
+        return PhysicsState(row, self._controls.capture(env_id))
 
     def restore(self, env_id: int, state: PhysicsState) -> None:
         """Put a captured state back; the env then continues bit-identically to the
-        captured one (ctrl is part of the integration state, so servos are not rewritten)."""
+        captured one (ctrl is part of the integration state, so servos are not rewritten).
+        Without a control state, the env's current one is kept."""
         if state.integration.shape != (self._state_size,):
             raise StateValidationError(
                 "integration_state",
                 f"expected {self._state_size} values, got {state.integration.shape}",
             )
         with self.editing(env_id) as data:
-            if state.pos_target is not None:  # targets: the joints track them again
-                t = self._targets
-                t.pos[env_id] = state.pos_target
-                t.vel[env_id] = state.vel_target
-                t.effort[env_id] = 0.0
-                t.mode[env_id] = POSITION
-                t.modes_changed(env_id)
+            if state.control is not None:
+                self._controls.restore(env_id, state.control)
             mujoco.mj_setState(self._model, data, state.integration, INTEGRATION_STATE)
-            self._wrenches.put(env_id, state.wrench_until)
+
+    def fresh_control(self, env_id: int) -> ControlState:
+        """The control state a reset would give env `env_id` now (joints holding where
+        they are, position mode, configured gains, nothing running): what a file that
+        holds only targets restores on top of."""
+        return self._controls.fresh(self._datas[env_id])
+
+    @property
+    def control_layout(self) -> ControlLayout:
+        """Which joints take targets, gains and commands (the control state's arrays)."""
+        return self._controls.layout
 
     @contextmanager
     def transaction(self, env_ids: Sequence[int] | None = None) -> Iterator[Transaction]:
         """A rollback scope: on any exception, or on `rollback()`, the envs' MjData (derived
-        quantities included) and joint targets are put back bitwise."""
+        quantities included) and control states are put back bitwise. Runs a restore takes
+        out of an env end only when the scope closes, and only if no env runs them then."""
+        self._controls.defer_endings()
         tx = Transaction(self, self._env_ids(env_ids))
         try:
             yield tx
@@ -266,111 +303,200 @@ class MujocoHandler:
             tx.rollback()
             raise
         finally:
+            self._controls.settle()
             self._spares.extend(backup[0] for backup in tx._backups.values())
 
     @property
     def scene_xml(self) -> str:
-        """The MJCF the model compiles from (after an edit: written from the spec when
-        first asked for, not on every spawn)."""
-        if self._xml is None:
-            self._xml = self._spec.to_xml()
+        """The MJCF the model compiles from (as MuJoCo writes it after an edit)."""
         return self._xml
 
-    def _adopt(self, m: mujoco.MjModel, xml: str | None, datas: list[mujoco.MjData]) -> None:
-        """Build everything that depends on the model (at start-up and after an edit)."""
-        first = self.model_version == 0
+    @property
+    def spawned(self) -> dict[str, Attach]:
+        """Entities spawned at runtime and still there, by name, in spawn order: what
+        each is made of (text and files) and its world pose (cleared by a new scene)."""
+        return self.recipe.spawned()
+
+    def _derive(
+        self, m: mujoco.MjModel, datas: list[mujoco.MjData], robots: list[str] | None, strict: bool
+    ) -> _Derived:
+        """Everything derived from model `m` and its envs `datas`; reads nothing of the
+        current model, so an edit builds it without the lock. Raises SceneError for a
+        model the handler cannot serve (duplicate names, unknown robots)."""
+        models = scene_mod.find_models(m, robots)
+        robot_infos = [i for i in models if i.kind == "robot"]
+        names = element_names(m)
+        body_names, joint_names = list(names.body), list(names.joint)
+        cameras = list(names.camera)
+        config = dataclasses.replace(self._control_config, period=_period(self._trajectory_rate, m))
+        controls = Controls(m, robot_infos, config, datas, strict=strict)
+        layout = controls.layout
+        camera_poses = CameraPoses(m, self._camera_size)
+        reader = StateReader(m, models, datas, cameras, camera_poses, controls)
+        return _Derived(
+            model=m,
+            datas=datas,
+            models=models,
+            robots=robot_infos,
+            names=names,
+            body_names=body_names,
+            joint_names=joint_names,
+            cameras=cameras,
+            key=mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_KEY, INITIAL_KEYFRAME),
+            controls=controls,
+            laws=Laws(m, layout),
+            trajectories=Trajectories(m, layout),
+            wrenches=AppliedWrenches(m),
+            camera_poses=camera_poses,
+            reader=reader,
+            writer=StateWriter(m, reader, controls, cameras, self._derived_tolerance),
+            joints=JointReader(m, joint_names, controls),
+            sensors=SensorTable(m, models),
+            state_size=int(mujoco.mj_stateSize(m, INTEGRATION_STATE)),
+        )
+
+    def _take(self, d: _Derived, xml: str | None) -> None:
+        """The model `d` was derived from takes over (at start-up and after an edit)."""
         self.model_version += 1
-        self._model = m
+        self._derived = d
+        self._model = d.model
         self._xml = xml
-        self._datas = datas
+        self._datas = d.datas
         self._spares: list[mujoco.MjData] = []  # transaction backups of this model, reused
-        num_envs = len(datas)
-        self.models: list[ModelInfo] = scene_mod.find_models(m, self._robot_names)
-        self.robots: list[ModelInfo] = [i for i in self.models if i.kind == "robot"]
+        self.models: list[ModelInfo] = d.models
+        self.robots: list[ModelInfo] = d.robots
         #: the robot each robot joint belongs to
-        self.robot_of_joint = {j: r.name for r in self.robots for j in r.joints}
-        self.body_names = scene_mod.names(m, mujoco.mjtObj.mjOBJ_BODY, m.nbody)
-        self.joint_names = scene_mod.names(m, mujoco.mjtObj.mjOBJ_JOINT, m.njnt)
-        self.cameras = scene_mod.names(m, mujoco.mjtObj.mjOBJ_CAMERA, m.ncam)
-        self._key = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_KEY, INITIAL_KEYFRAME)
-        self._targets = JointTargets(m, self.robots, num_envs)
-        robot_joints = list(self.robot_of_joint)
-        self._actuation = Actuation(
-            m, self._targets, robot_joints, *self._gains, self._actuation_law, strict=first
-        )
-        rate = self._trajectory_rate
-        period = round(1.0 / (rate * m.opt.timestep)) if rate > 0 else 1
-        #: trajectories being executed (core.sim.trajectory), advanced by step()
-        self.trajectories = TrajectoryRunner(
-            m, self._targets, {r.name: list(r.joints) for r in self.robots}, period
-        )
-        self._camera_poses = CameraPoses(m, self._camera_size)
+        self.robot_of_joint = {j: r.name for r in d.robots for j in r.joints}
+        #: every element's one name (core.scene.names), and the lists most callers read
+        self.names = d.names
+        self.body_names = d.body_names
+        self.joint_names = d.joint_names
+        self.cameras = d.cameras
+        self._key = d.key
+        self._control_config = d.controls.config
+        self._controls = d.controls
+        self._laws = d.laws
+        #: trajectories (core.control.trajectory): checked here, advanced by step()
+        self._trajectories = d.trajectories
+        self._wrenches = d.wrenches
+        self._camera_poses = d.camera_poses
         if self._renderer is not None:
             self._renderer.close()
             self._renderer = None
-        self._reader = StateReader(
-            m, self.models, self._datas, self.cameras, self._camera_poses, self._targets
-        )
-        self._writer = StateWriter(
-            m, self._reader, self._targets, self.cameras, self._derived_tolerance
-        )
-        self._joints = JointReader(m, self.joint_names, self._targets)
-        self.sensors = SensorTable(m, self.models)
-        self._wrenches = AppliedWrenches(m, num_envs)
-        self._stale = [True] * num_envs  # changed since derived quantities were computed
-        self._state_size = int(mujoco.mj_stateSize(m, INTEGRATION_STATE))
+        self._reader = d.reader
+        self._writer = d.writer
+        self._joints = d.joints
+        self.sensors = d.sensors
+        self._stale = [True] * len(d.datas)  # changed since derived quantities were computed
+        self._state_size = d.state_size
 
-    def edit_model(
-        self, edit: Callable[[mujoco.MjSpec], None], done: Callable[[], None] = lambda: None
-    ) -> None:
-        """Change the model (spawn, delete, ...) with `edit` on a copy of its MjSpec, then
-        recompile; every env's state (time, joints, velocities, contacts' warm start,
-        actuators, applied forces) carries over for what both models hold, and by name:
-        joint targets, efforts and command modes, the end times of applied wrenches, and
-        the trajectories of robots still there (those of a deleted robot are aborted).
-        `done` runs once the new model is in place. On any error nothing changes: the
-        spec, model and envs stay as they were."""
-        self.apply_edit(self.prepare_edit(edit, done))
+    def set_gains(self, kp: Gains, kd: Gains, strict: bool = True) -> None:
+        """New PD gains for every env's motor joints, from the next step (and after model
+        changes). strict: a gain of a joint that is not a motor joint of the robots raises
+        ConfigurationError and changes nothing; else it is left out while there is none."""
+        self._controls.set_gains(kp, kd, self.robots, strict)
+        self._control_config = self._controls.config
 
+    # -- model edits ---------------------------------------------------------------------
     def prepare_edit(
-        self, edit: Callable[[mujoco.MjSpec], None], done: Callable[[], None] = lambda: None
+        self, operation: Operation, robots: list[str] | None | bool = False
     ) -> ModelEdit:
-        """The first step of edit_model (under the lock): `edit` applied to a copy of the
-        spec (its errors raised now), and every env's integration state to compile from
-        (mj_getState: about a microsecond per env)."""
-        spec = self._spec.copy()
-        edit(spec)
-        return ModelEdit(edit, done, self.model_version, self._model, spec, self._states())
+        """The first step of an edit (under the lock): what it starts from. `robots`
+        (a new world only: as in the constructor; False keeps the current choice)."""
+        if not isinstance(operation, World) and robots is not False:
+            raise ValueError("robots are chosen with a new world only")
+        state = np.empty(self._state_size)
+        mujoco.mj_getState(self._model, self._datas[0], state, INTEGRATION_STATE)
+        chosen = self._robot_names if robots is False else robots
+        return ModelEdit(operation, self.recipe, self.model_version, state, self.num_envs, chosen)
 
-    def commit_edit(self, prepared: ModelEdit) -> None:
-        """The last step of edit_model (under the lock): the compiled model and envs take
-        over. If the model or any env's state changed since the edit was prepared (a
-        write, another edit), it is prepared and compiled again here, from what is
-        current, so nothing that happened meanwhile is lost."""
-        changed = self._states().tobytes() != prepared.states.tobytes()  # bit for bit
-        if prepared.version != self.model_version or changed:
-            self.apply_edit(self.prepare_edit(prepared.edit, prepared.done))
+    def stage_edit(self, edit: ModelEdit) -> None:
+        """The second step (anywhere, without the lock): the builder's new model, and
+        everything derived from it (its names checked). Raises a RequestError, changing
+        nothing, for an edit that cannot be made."""
+        world = isinstance(edit.operation, World)
+        built = self._builder.build(
+            edit.recipe, edit.operation, None if world else edit.state, edit.envs
+        )
+        if built.state_map is not None and built.state_map.old_size != len(edit.state):
+            raise InternalError(
+                f"the builder's model has a state of {built.state_map.old_size} values, "
+                f"the simulation's {len(edit.state)}: they differ"
+            )
+        datas = [mujoco.MjData(built.model) for _ in range(edit.envs)]
+        edit.derived = self._derive(built.model, datas, edit.robots, strict=False)
+        edit.built = built
+
+    def commit_edit(self, edit: ModelEdit) -> bool:
+        """The last step (under the lock): every env's current state is carried over into
+        the new model (StateMap: MuJoCo's recompile of it), what is kept by name carries
+        over (targets, modes, gains, wrench ends, trajectories), and the new model takes
+        over. False, changing nothing, when the model changed since the edit was
+        prepared: prepare it again. A new world starts from its initial state."""
+        built, derived = edit.built, edit.derived
+        assert built is not None and derived is not None, "committed before it was staged"
+        if edit.version != self.model_version:
+            return False
+        states = self._states()
+        self._undo = _Undo(
+            self.recipe,
+            self._xml,
+            self.scene_path,
+            self._robot_names,
+            self._derived,
+            states,
+            [self._controls.capture(e) for e in range(self.num_envs)],
+        )
+        before, old_model, old_nbody = self._controls, self._model, self._model.nbody
+        if built.state_map is not None:
+            for d, old in zip(derived.datas, states):
+                mujoco.mj_setState(built.model, d, built.state_map.apply(old), INTEGRATION_STATE)
+            derived.controls.restart(derived.datas)
         else:
-            self._install(prepared)
+            for e in range(self.num_envs):
+                before.end_runs(e, "aborted: another world was loaded")
+            self._robot_names = edit.robots
+            self.scene_path = _scene_file(built.recipe)
+        self._undo.derived.datas.clear()  # the old envs' memory goes (the undo keeps states)
+        self._take(derived, built.xml)
+        self.recipe = built.recipe
+        if built.state_map is None:
+            self.reset()
+        else:  # each old body by its name in the new model ('' if gone): wrench ends follow
+            moved = built.state_map.moved_bodies(old_model, self._model)
+            now = [self.body_names[moved[b]] if b in moved else "" for b in range(old_nbody)]
+            self._controls.carry_over(
+                before, self.body_names, now, self._datas, self._trajectories.check
+            )
+        return True
 
-    def apply_edit(self, prepared: ModelEdit) -> None:
-        """Compile and install a prepared edit, all under the lock the caller holds (so
-        nothing can have changed since it was prepared)."""
-        prepared.compile()
-        self._install(prepared)
+    def apply_edit(self, operation: Operation, robots: list[str] | None | bool = False) -> str:
+        """An edit in one go, the caller holding the lock for all of it (the Python API;
+        the node stages its edits without the lock: SimulationAccess.edit_model). Returns
+        what the builder named (the entity a spawn added)."""
+        edit = self.prepare_edit(operation, robots)
+        self.stage_edit(edit)
+        committed = self.commit_edit(edit)
+        assert committed, "nothing changes the model while the caller holds the lock"
+        assert edit.built is not None
+        return edit.built.name
 
-    def _install(self, prepared: ModelEdit) -> None:
-        """The compiled model and envs take over; what is kept by name carries over."""
-        compiled = prepared.compiled
-        assert compiled is not None, "installed before it was compiled"
-        targets, ends = self._targets.by_name(), self._wrenches.ends_by_body()
-        trajectories = self.trajectories
-        self._spec = prepared.spec
-        self._adopt(compiled[0][0], None, [d for _, d in compiled])
-        self._targets.carry_over(targets, self._datas)
-        self._wrenches.carry_over(ends)
-        self.trajectories.carry_over(trajectories)
-        prepared.done()
+    def revert_edit(self) -> bool:
+        """Put the model and every env back as they were just before the last edit (its
+        recipe, its envs' integration and control states): for a model that failed to
+        step after it was installed. False when there is no edit to undo (once undone,
+        or none since start-up)."""
+        undo, self._undo = self._undo, None
+        if undo is None:
+            return False
+        d = undo.derived
+        d.datas[:] = [mujoco.MjData(d.model) for _ in range(len(undo.states))]
+        self._take(d, undo.xml)
+        self.recipe, self.scene_path, self._robot_names = undo.recipe, undo.scene_path, undo.robots
+        for e, (row, control) in enumerate(zip(undo.states, undo.controls)):
+            mujoco.mj_setState(self._model, self._datas[e], row, INTEGRATION_STATE)
+            self._controls.restore(e, control)
+        return True
 
     def _states(self) -> np.ndarray:
         """[env, mjSTATE_INTEGRATION]: every env's state as it is."""
@@ -379,72 +505,33 @@ class MujocoHandler:
             mujoco.mj_getState(self._model, d, row, INTEGRATION_STATE)
         return states
 
-    def replace_scene(self, scene: str | None, robots: list[str] | None = None) -> None:
-        """Simulate another scene (a path, MJCF text, or None for the embedded default) in
-        the same number of envs, from its initial state; `robots` as in the constructor.
-        On a SceneError nothing changes."""
-        loaded = scene_mod.load_scene(scene)
-        scene_mod.find_models(loaded.model, robots)  # refuses bad names before any change
-        self._robot_names = robots
-        self.spawned = {}
-        self.scene_path = loaded.path
-        self._spec = loaded.spec
-        self.trajectories.abort_all(INVALID_GOAL, "aborted: another world was loaded")
-        self._adopt(
-            loaded.model, loaded.xml, [mujoco.MjData(loaded.model) for _ in range(self.num_envs)]
-        )
-        self.reset()
-
     def spawn(
         self,
         name: str,
-        resource: str | mujoco.MjSpec,
+        resource: str | ModelSource,
         pos: Sequence[float] = (0.0, 0.0, 0.0),
         quat: Sequence[float] = (1.0, 0.0, 0.0, 0.0),
     ) -> None:
-        """Add entity `name` from MJCF/URDF text (or its parsed spec) at a world pose; see
-        scene.entities. Its MJCF and pose are recorded in `spawned`."""
-        self.apply_edit(self.spawn_edit(name, resource, pos, quat))
-
-    def spawn_edit(
-        self,
-        name: str,
-        resource: str | mujoco.MjSpec,
-        pos: Sequence[float] = (0.0, 0.0, 0.0),
-        quat: Sequence[float] = (1.0, 0.0, 0.0, 0.0),
-    ) -> ModelEdit:
-        """spawn() prepared (prepare_edit), to be compiled without the lock."""
-        child = parse_entity(resource) if isinstance(resource, str) else resource
-        record = SpawnRecord(child.to_xml(), tuple(map(float, pos)), tuple(map(float, quat)))
-        return self.prepare_edit(
-            lambda spec: attach_entity(spec, name, child, pos, quat),
-            lambda: self.spawned.__setitem__(name, record),
-        )
+        """Add entity `name` from MJCF/URDF text (it names no file) or a ModelSource (text
+        and the files it names) at a world pose; see core.scene.entities. What it is made
+        of and its pose are in `spawned`."""
+        check_name_form(name)
+        p, q = check_pose(pos, quat)
+        if isinstance(resource, ModelSource):
+            model = Outside(stored=resource)
+        else:
+            model = Outside(text=resource, what="the files of a ModelSource")
+        self.apply_edit(Spawn(model, name, False, tuple(p), tuple(q)))
 
     def delete(self, *names: str) -> None:
         """Remove entities and their subtrees (one recompile); every other entity carries
         over."""
-        self.apply_edit(self.delete_edit(*names))
-
-    def delete_edit(self, *names: str) -> ModelEdit:
-        """delete() prepared (prepare_edit), to be compiled without the lock."""
-
-        def remove(spec: mujoco.MjSpec) -> None:
-            for name in names:
-                remove_entity(spec, name)
-
-        def forget() -> None:
-            for name in names:
-                self.spawned.pop(name, None)
-
-        return self.prepare_edit(remove, forget)
+        self.apply_edit(Remove(tuple(names)))
 
     def place(self, name: str, pos: Sequence[float], quat: Sequence[float]) -> None:
         """Move an entity fixed to the world (its pose is in the model); others carry over."""
-        self.edit_model(lambda spec: place_entity(spec, name, pos, quat))
-        if name in self.spawned:  # added again there (snapshots)
-            record = self.spawned[name]
-            self.spawned[name] = SpawnRecord(record.mjcf, tuple(pos), tuple(quat))
+        p, q = check_pose(pos, quat)
+        self.apply_edit(Place(name, tuple(p), tuple(q)))
 
     def _sync(self, env_ids: Sequence[int] | None = None) -> None:
         """mj_forward the envs changed since they were last synced.
@@ -470,7 +557,7 @@ class MujocoHandler:
     @property
     def target_joint_names(self) -> list[str]:
         """Robot joints that take dof_pos_target / dof_vel_target, in order."""
-        return list(self._targets.names)
+        return list(self._controls.layout.names)
 
     # -- state ---------------------------------------------------------------------
     def _env_ids(self, env_ids: Sequence[int] | None) -> list[int]:
@@ -543,18 +630,19 @@ class MujocoHandler:
         duration: float,
     ) -> str:
         """Apply `force` at world `point` plus `torque` to `body` for `duration` sim seconds
-        (0 = until cleared), replacing the body's previous wrench; see core.sim.wrenches.
+        (0 = until cleared), replacing the body's previous wrench; see core.control.wrenches.
         Raises WrenchError (nothing changed) for bad input."""
         e = self._env_ids([env_id])[0]
         self._sync((e,))  # the wrench moves to the centre of mass: xipos must be current
         with self.editing(e) as data:
-            return self._wrenches.apply(e, data, body, force, torque, point, duration)
+            c = self._controls.envs[e]
+            return self._wrenches.apply(e, c, data, body, force, torque, point, duration)
 
     def clear_wrenches(self, env_ids: Sequence[int] | None = None) -> None:
         """Remove every applied wrench of the envs (default: all)."""
         for e in self._env_ids(env_ids):
             with self.editing(e) as data:
-                self._wrenches.clear(e, data)
+                self._wrenches.clear(self._controls.envs[e], data)
 
     def _render(self, data: mujoco.MjData, state: State) -> None:
         if not self.cameras:
@@ -609,57 +697,111 @@ class MujocoHandler:
         if actions is not None:
             for plan in self._plans(actions, None, "actions", action=True):
                 self._writer.apply_targets(plan)
-        runner, left = self.trajectories, n
-        while left > 0:  # controller updates fall between physics steps, in sim time
-            k = left
-            if runner.active:
-                if runner.countdown <= 0:
-                    runner.update(self._datas)
-                    runner.countdown = runner.period
-                k = min(left, runner.countdown)
-                runner.countdown -= k
-            self._advance(k)
-            left -= k
-
-    def _advance(self, n: int) -> None:
-        """n physics steps of every env, with the actuation laws before each, in runs
-        that end exactly where an applied wrench ends."""
-        wrenches = self._wrenches
         for e, d in enumerate(self._datas):
-            left = n
-            while left > 0:
-                wrenches.expire(e, d)
-                k = wrenches.steps_before_end(e, d.time, left)
-                self._advance_env(e, d, k)
-                left -= k
-            wrenches.expire(e, d)
-            self._stale[e] = self._stale[e] or n > 0
+            self._step_env(e, d, n)
 
-    def _advance_env(self, e: int, d: mujoco.MjData, n: int) -> None:
-        """n physics steps of env e with its actuation law before each."""
-        m, act, step = self._model, self._actuation, mujoco.mj_step
-        if not act.busy(e):
+    def _step_env(self, e: int, d: mujoco.MjData, n: int) -> None:
+        """n physics steps of env e: controller updates fall between physics steps, on
+        the env's controller clock; the laws run before each step; runs of steps end
+        exactly where an applied wrench ends."""
+        c, left = self._controls.envs[e], n
+        while left > 0:
+            k = left
+            if c.trajectories:
+                if c.countdown <= 0:
+                    if self._trajectories.update(d, c):  # a run began: modes changed
+                        self._controls.changed(e)
+                    c.countdown = c.period
+                k = min(left, c.countdown)
+                c.countdown -= k
+            self._advance(e, d, c, k)
+            left -= k
+        self._stale[e] = self._stale[e] or n > 0
+
+    def _advance(self, e: int, d: mujoco.MjData, c: ControlState, n: int) -> None:
+        """n physics steps of env e, in runs that end exactly where a wrench ends."""
+        wrenches, left = self._wrenches, n
+        while left > 0:
+            wrenches.expire(c, d)
+            k = wrenches.steps_before_end(c, d.time, left)
+            self._advance_env(e, d, c, k)
+            left -= k
+        wrenches.expire(c, d)
+
+    def _advance_env(self, e: int, d: mujoco.MjData, c: ControlState, n: int) -> None:
+        """n physics steps of env e with its control laws before each."""
+        m, laws, step = self._model, self._laws, mujoco.mj_step
+        if not self._controls.stepping[e]:
             step(m, d, nstep=n)  # one GIL release for the run, not one per step
-        elif act.split:
+            return
+        version = self._controls.version[e]
+        if laws.split(c):
             for _ in range(n):
                 mujoco.mj_step1(m, d)
-                act.apply(e, d)
+                laws.apply(e, version, d, c)
                 mujoco.mj_step2(m, d)
         else:
             for _ in range(n):
-                act.apply(e, d)
+                laws.apply(e, version, d, c)
                 step(m, d)
 
     def command(
         self, commands: Mapping[str, JointCommand], env_ids: Sequence[int] | None = None
     ) -> None:
-        """Joint commands by name, routed to what drives each joint (core.state.commands);
+        """Joint commands by name, routed to what drives each joint (core.control.commands);
         they persist. Validated first: a refused command changes nothing."""
         ids = self._env_ids(env_ids)
-        plan = plan_commands(self._targets, commands)
+        plan = plan_commands(self._controls.layout, commands)
         for e in ids:
             with self.editing(e) as data:
-                apply_commands(self._targets, e, data, plan)
+                apply_commands(self._controls, e, data, plan)
+
+    # -- trajectories ----------------------------------------------------------------
+    def robot_of_joints(self, joints: Sequence[str], key: str) -> str:
+        """The one robot these joints belong to (refused, naming `key`, otherwise)."""
+        return self._trajectories.robot_of(joints, key)
+
+    def check_trajectory(self, robot: str, goal: TrajectoryGoal) -> None:
+        """Refuse (StateValidationError) a goal `robot` cannot follow; nothing changes."""
+        self._trajectories.check(robot, goal)
+
+    def start_trajectory(
+        self, robot: str, goal: TrajectoryGoal, env_ids: Sequence[int] | None = None
+    ) -> tuple[list[TrajectoryRun], list[TrajectoryRun]]:
+        """Run `goal` on `robot` in the envs (default all), replacing what it runs there,
+        from the next step; return the new runs (in env order) and the replaced ones
+        (still running: the caller ends them with its own outcome). Checked first:
+        refused, nothing changes."""
+        ids = self._env_ids(env_ids)
+        self._trajectories.check(robot, goal)
+        for e in ids:
+            self._trajectories.check_start(robot, goal, self._datas[e].time)
+        runs, replaced = [], []
+        for e in ids:
+            c = self._controls.envs[e]
+            old = c.trajectories.get(robot)
+            if old is not None and old.run.active:
+                replaced.append(old.run)
+            run = TrajectoryRun(robot, goal, e)
+            c.trajectories[robot] = TrajectoryProgress(run)
+            c.countdown = 0  # sample at once
+            runs.append(run)
+        return runs, replaced
+
+    def stop_trajectory(
+        self, robot: str, code: int, text: str, env_ids: Sequence[int] | None = None
+    ) -> None:
+        """End what `robot` runs in the envs (default all) with (code, text): its targets
+        stay where the last controller update put them, so the robot holds there."""
+        for e in self._env_ids(env_ids):
+            prog = self._controls.envs[e].trajectories.get(robot)
+            if prog is not None:
+                prog.run.finish(code, text)
+
+    def running_trajectories(self, env_id: int = 0) -> list[str]:
+        """The robots that run a trajectory in one env (one that ended is dropped at the
+        next controller update)."""
+        return list(self._controls.envs[self._env_ids([env_id])[0]].trajectories)
 
     def divergence(self) -> dict[int, str]:
         """Environments whose physics blew up since the last call: {env: what MuJoCo saw}.
@@ -693,15 +835,13 @@ class MujocoHandler:
         model's defaults) with targets holding it, then `init_states` (one per env
         reset) through set_states. Trajectories being executed are aborted."""
         ids = self._env_ids(env_ids)
-        self.trajectories.abort_all(INVALID_GOAL, "aborted: the simulation was reset")
         for e in ids:
             d = self._datas[e]
             if self._key >= 0:
                 mujoco.mj_resetDataKeyframe(self._model, d, self._key)
             else:
                 mujoco.mj_resetData(self._model, d)
-            self._targets.hold(e, d)
-            self._wrenches.put(e, None)  # the reset zeroed xfrc_applied
+            self._controls.hold(e, d, "aborted: the simulation was reset")
             mujoco.mj_forward(self._model, d)
             self._stale[e] = False
         if init_states is not None:
@@ -722,26 +862,30 @@ class MujocoHandler:
         # a kept MjData and mj_copyData: microseconds, where allocating a copy costs ~0.4 ms
         spare = self._spares.pop() if self._spares else mujoco.MjData(self._model)
         mujoco.mj_copyData(spare, self._model, self._datas[env_id])
-        t = self._targets
-        return (
-            spare,
-            [a[env_id].copy() for a in t.per_env_arrays],
-            self._stale[env_id],
-            self._wrenches.get(env_id),
-        )
+        return spare, self._controls.capture(env_id), self._stale[env_id]
 
     def _put_back(self, env_id: int, backup: tuple) -> None:
-        data, arrays, stale, wrench_until = backup
+        data, control, stale = backup
         mujoco.mj_copyData(self._datas[env_id], self._model, data)
-        t = self._targets
-        for dest, saved in zip(t.per_env_arrays, arrays):
-            dest[env_id] = saved
-        t.modes_changed(env_id)
+        self._controls.restore(env_id, control)
         self._stale[env_id] = stale
-        self._wrenches.put(env_id, wrench_until)
 
     def close(self) -> None:
         """Release the GL context (if any camera was rendered)."""
         if self._renderer is not None:
             self._renderer.close()
             self._renderer = None
+
+
+def _scene_file(recipe: Recipe) -> str | None:
+    """The file of the operator's scene a recipe starts from (None: text, the default
+    scene, or a world from outside)."""
+    scene = recipe.scene
+    if recipe.world is not None or scene is None or scene.lstrip().startswith("<"):
+        return None
+    return scene_mod.scene_file(scene)
+
+
+def _period(rate: float, model: mujoco.MjModel) -> int:
+    """Physics steps between controller updates at `rate` Hz of sim time (at least 1)."""
+    return max(1, round(1.0 / (rate * model.opt.timestep))) if rate > 0 else 1

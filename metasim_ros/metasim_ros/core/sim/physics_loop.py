@@ -42,6 +42,16 @@ class Steppable(Protocol):
         """Sim time of one environment (a plain read)."""
 
 
+class StepObserver(Protocol):
+    """Takes the loop's steps in its place (a recording, a replay), under the lock."""
+
+    def advance(self, handler, n: int) -> None:
+        """Advance every environment by ``n`` steps (``handler.step``, in runs of its own)."""
+
+    def room(self) -> int | None:
+        """Most steps the next batch may take (>= 1), None for any."""
+
+
 @dataclass
 class _StepRequest:
     """A `step_now` request the physics thread works through, one slice at a time."""
@@ -57,10 +67,14 @@ class _StepRequest:
 class PhysicsLoop:
     """Runs `handler.step` in its own thread, keeping sim time = rtf x wall time."""
 
-    #: Most steps taken under one lock hold when running behind or as fast as possible.
+    #: Most steps taken under one lock hold when running behind or as fast as possible
+    #: (fewer when they take longer than BATCH_SECONDS: `_fit_batch`).
     MAX_BATCH = 20
     #: Longest lock hold of one slice of a requested `step_now` (seconds).
     SLICE_SECONDS = 1e-3
+    #: Longest lock hold of one batch of the loop (seconds): MAX_BATCH steps of a scene
+    #: like the default one take about 1 ms; a slow model takes fewer steps per batch.
+    BATCH_SECONDS = 5e-3
     #: Seconds between two samples of the step counter (for `rates`).
     SAMPLE_PERIOD = 0.1
 
@@ -70,7 +84,7 @@ class PhysicsLoop:
         real_time_factor: float = 1.0,
         tick_period: float = 0.005,
         on_diverged: Callable[[dict[int, str]], None] | None = None,
-        on_failed: Callable[[Exception], None] | None = None,
+        on_failed: Callable[[Exception], bool] | None = None,
         on_stopped: Callable[[BaseException], None] | None = None,
     ) -> None:
         """on_diverged: called (outside the lock) with handler.divergence() when the
@@ -105,8 +119,9 @@ class PhysicsLoop:
         self._request_lock = threading.Lock()
         self._samples: deque[tuple[float, int]] = deque(maxlen=int(4 / self.SAMPLE_PERIOD))
         self._next_sample = 0.0
-        self._holds = 0  # held(): no steps while > 0
-        self._holds_lock = threading.Lock()
+        self._batch = self.MAX_BATCH  # steps of the next batch (_fit_batch)
+        #: takes the steps instead of handler.step while set (set and cleared under the lock)
+        self.observer: StepObserver | None = None
 
     # -- configuration -------------------------------------------------------------
     @property
@@ -137,22 +152,6 @@ class PhysicsLoop:
             self._resync = True
             self._running.set()
         self._wake.set()
-
-    @contextmanager
-    def held(self) -> Iterator[None]:
-        """No steps while held, neither the loop's nor requested ones, so the envs stay
-        as they are (a model edit compiles from copies of them without the lock); ticks
-        go on and the simulation stays free for everyone else. Real time restarts on
-        release: no catch-up burst."""
-        with self._holds_lock:
-            self._holds += 1
-        try:
-            yield
-        finally:
-            with self._holds_lock:
-                self._holds -= 1
-            self._resync = True
-            self._wake.set()
 
     def add_tick(self, callback: Callable[[], None]) -> None:
         """Run `callback` in the physics thread between batches (periodic publishers)."""
@@ -214,22 +213,34 @@ class PhysicsLoop:
         return request.done
 
     def _failed(self, exc: Exception) -> None:
-        """Stepping raised: pause, end a running step request, report; the thread lives on."""
+        """Stepping raised: pause, end a running step request, report; the thread lives on.
+        Physics resumes if it was running and on_failed says the failure is mended."""
+        running = self._running.is_set()
         self._running.clear()
         request = self._request
         if request is not None:
             request.finished.set()
-        if self._on_failed is not None:
-            self._on_failed(exc)
+        if self._on_failed is not None and self._on_failed(exc) and running:
+            self.pause(False)
 
     def _advance(self, n: int) -> dict[int, str]:
         """n steps of every env, counted, with the divergences they ended in and the new
         sim time recorded; the caller holds the lock."""
-        self.handler.step(n=n)
+        observer = self.observer
+        if observer is None:
+            self.handler.step(n=n)
+        else:
+            observer.advance(self.handler, n)
         self._steps += n
         events = self.handler.divergence()
         self._time = self.handler.sim_time(0)
         return events
+
+    def _room(self, n: int) -> int:
+        """n, or fewer when the observer must stop earlier (a replay's last step)."""
+        observer = self.observer
+        room = None if observer is None else observer.room()
+        return n if room is None else max(1, min(n, room))
 
     def _step_slice(self, request: _StepRequest) -> None:
         """Take the next slice of a step request, or mark it finished."""
@@ -241,18 +252,20 @@ class PhysicsLoop:
         k = min(request.size, request.n - request.done)
         self._no_waiters.wait()  # announced callers go first, as between batches
         with self._lock:
-            if self._holds:  # checked under the lock: held() may have begun meanwhile
-                events = None
-            else:
-                t0 = time.perf_counter()
-                events = self._advance(k)
-                took = time.perf_counter() - t0
-        if events is None:
-            self._idle(self._tick_period)
-            return
+            k = self._room(k)
+            t0 = time.perf_counter()
+            events = self._advance(k)
+            took = time.perf_counter() - t0
         request.done += k
         request.diverged.update(events)
         request.size = max(1, min(2 * k, int(k * self.SLICE_SECONDS / max(took, 1e-9))))
+
+    def _fit_batch(self, n: int, took: float) -> None:
+        """Steps of the next batch: as many as fit in BATCH_SECONDS at the cost the last
+        batch took (at most MAX_BATCH), so a model that steps slowly (a large spawned
+        entity) still lets /clock, the ticks and waiting callers in every few ms."""
+        fits = int(n * self.BATCH_SECONDS / max(took, 1e-9))
+        self._batch = max(1, min(self.MAX_BATCH, 2 * n, fits))
 
     @property
     def last_sim_time(self) -> float:
@@ -317,9 +330,6 @@ class PhysicsLoop:
                 self._sample()
                 for tick in self._ticks:
                     tick()
-                if self._holds:
-                    self._idle(self._tick_period)
-                    continue
                 request = self._request
                 if request is not None and not request.finished.is_set():
                     self._step_slice(request)
@@ -341,14 +351,17 @@ class PhysicsLoop:
                     if due > 50 * self.MAX_BATCH:  # far behind (e.g. after a long stall):
                         self._resync = True  # drop the backlog instead of racing
                         due = self.MAX_BATCH
-                    n = min(due, self.MAX_BATCH)
+                    n = min(due, self._batch)
                 else:
-                    n = self.MAX_BATCH
+                    n = self._batch
                 self._no_waiters.wait()
                 with self._lock:
-                    if self._stop.is_set() or not self._running.is_set() or self._holds:
+                    if self._stop.is_set() or not self._running.is_set():
                         continue
+                    n = self._room(n)
+                    t0 = time.perf_counter()
                     events = self._advance(n)
+                    self._fit_batch(n, time.perf_counter() - t0)
                 done += n
                 if events and self._on_diverged is not None:
                     self._on_diverged(events)

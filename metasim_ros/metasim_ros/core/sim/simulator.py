@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import threading
+import xml.etree.ElementTree as ET
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -26,18 +27,19 @@ from metasim_ros.core.errors import (
     NotFoundError,
     RequestError,
     ResourceError,
-    SceneError,
     TransitionError,
     UnsupportedError,
 )
 from metasim_ros.core.scene import bounds as geo
 from metasim_ros.core.scene import resources
-from metasim_ros.core.scene.entities import check_pose, free_name, parse_entity, resource_name
+from metasim_ros.core.scene.builder import Outside, Remove, Spawn
+from metasim_ros.core.scene.builder import World as WorldLoad
+from metasim_ros.core.scene.confine import parse_xml
+from metasim_ros.core.scene.entities import check_pose
 from metasim_ros.core.scene.entity_info import EntityInfo, EntityInfos
 from metasim_ros.core.scene.loading import ModelInfo
 from metasim_ros.core.scene.named_poses import NamedPose, matches_tags, named_poses
 from metasim_ros.core.sim.access import SimulationAccess
-from metasim_ros.core.sim.handler import ModelEdit
 from metasim_ros.core.state.frames import quat_mul, rotate
 from metasim_ros.core.text import shown
 
@@ -81,6 +83,12 @@ class World:
 Region = tuple[str, list[np.ndarray]]  # ('sphere', [center, (r, _, _)]) | ('box', [a, b])
 
 
+def _top_body(root: ET.Element) -> str:
+    """The name of an MJCF's one top-level body ('' when there is not exactly one)."""
+    bodies = [b for w in root.iter("worldbody") for b in w.findall("body")]
+    return bodies[0].get("name", "") if len(bodies) == 1 else ""
+
+
 def check_region(region: Region) -> None:
     """Refuse a region nothing can be compared with: a point that is not finite, a box
     or sphere without exactly 2 points, a negative sphere radius (points[1].x)."""
@@ -114,7 +122,10 @@ class Simulator:
         self._on_quit = on_quit
         self._infos = EntityInfos()
         self._lock = threading.Lock()  # run state and infos (not the simulation)
-        self._source: tuple[str | None, list[str] | None] = (scene, robots)
+        with sim.locked() as h:
+            start = h.recipe.scene  # the scene file resolved
+        #: what makes the world as loaded again (ResetSimulation ALL): the operation, robots
+        self._source: tuple[WorldLoad, list[str] | None] = (WorldLoad(start), robots)
         path = Path(scene).expanduser() if scene else None
         self._world = World(
             (resources.model_name(path.read_text()) or path.stem) if path else "default",
@@ -230,19 +241,23 @@ class Simulator:
         name: str,
         pose: tuple[Sequence[float], Sequence[float]] | None,
         twist: tuple[Sequence[float], Sequence[float]] | None,
-    ) -> None:
+        acceleration: tuple[Sequence[float], Sequence[float]] | None = None,
+    ) -> str:
         """Set env 0's root pose and/or twist (world frame). A free entity's state is
         written; an entity fixed to the world is moved in the model (every env) and
-        refuses a non-zero twist."""
+        refuses a non-zero twist or acceleration. A free entity's acceleration is not
+        set (MuJoCo computes it from the forces): returns that note, else ''."""
         if pose is not None:
             pose = check_pose(*pose)
         with self._sim.locked() as h:
             info = self._model(h, name)
             if not info.free:
-                if twist is not None and any(v != 0.0 for part in twist for v in part):
-                    raise RequestError(
-                        f"entity '{shown(name)}' is fixed to the world: it cannot take a twist"
-                    )
+                for what, value in (("twist", twist), ("acceleration", acceleration)):
+                    if value is not None and any(v != 0.0 for part in value for v in part):
+                        raise RequestError(
+                            f"entity '{shown(name)}' is fixed to the world: it cannot take "
+                            f"a non-zero {what}"
+                        )
                 if pose is not None:
                     h.place(name, *pose)
             else:
@@ -259,6 +274,9 @@ class Simulator:
                     section = "robots" if info.kind == "robot" else "objects"
                     h.set_states([{section: {name: values}}], [0])
         self._sim.changed()
+        if acceleration is not None and info.free:
+            return "acceleration ignored: MuJoCo computes it from the forces on the entity"
+        return ""
 
     def entity_bounds(self, name: str, convex: bool = False) -> Region | None:
         """('box', [lower, upper]) or ('convex_hull', points) in the entity's root body
@@ -301,24 +319,21 @@ class Simulator:
         raise NotFoundError(f"no named pose '{shown(name)}'")
 
     # -- spawning ------------------------------------------------------------------
-    def spawnables(self) -> list[tuple[str, str, Region | None]]:
-        """(file URI, description, bounds in the entity's frame) of every file in the
-        spawnables directory."""
+    def spawnables(self) -> list[tuple[str, str]]:
+        """(file URI, description) of every file in the spawnables directory. Listing
+        compiles nothing (a file may name others; only a spawn reads them, confined):
+        the description says the format and the entity's name, read from the XML."""
         out = []
-        for path in resources.listed(self._spawnables_dir):
-            rel = path.relative_to(Path(self._spawnables_dir).expanduser().resolve())
+        base = Path(self._spawnables_dir).expanduser().resolve()
+        for path in resources.listed(base):
+            rel = path.relative_to(base)
             try:
-                text = resources.read(path)
-                spec = parse_entity(text, str(path))
-                m = spec.compile()
-                d = mujoco.MjData(m)
-                mujoco.mj_forward(m, d)
-                pts = geo.entity_points(m, d, list(range(1, m.nbody)))
-                region = ("box", list(geo.box(pts))) if len(pts) else None
-                what = f"{resources.format_of(text)} entity {resource_name(spec) or rel.stem}"
-            except (RequestError, ValueError) as exc:
-                region, what = None, f"does not load: {exc}"
-            out.append((resources.file_uri(path), f"{rel}: {what}", region))
+                root, fmt = parse_xml(resources.read(path))
+                name = root.get("name", "") if fmt == "urdf" else _top_body(root)
+                what = f"{fmt} entity {name or rel.stem}"
+            except RequestError as exc:
+                what = f"does not load: {exc}"
+            out.append((resources.file_uri(path), f"{rel}: {what}"))
         return out
 
     def spawn(
@@ -332,35 +347,35 @@ class Simulator:
         relative_to: str = "",
     ) -> str:
         """Add an entity from a file in the spawnables directory (uri) or MJCF/URDF text,
-        at a pose in the world or relative to a body; returns its (unique) name."""
+        at a pose in the world or relative to a body; returns its (unique) name. The
+        model is read and built away from the simulation (MujocoHandler's builder): only
+        files inside the spawnables directory are read, within the model limits."""
         self._require_world()
-        path = None
         if uri:
-            path = resources.resolve(self._spawnables_dir, uri, "the spawnables directory")
-            text = resources.read(path)
-        elif not text:
+            model = self._outside(self._spawnables_dir, uri, "the spawnables directory")
+        elif text:
+            model = Outside(text=text, what="the spawnables directory")
+        else:
             raise ResourceError("no_resource", "give entity_resource.uri or resource_string")
-        urdf = resources.format_of(text) == "urdf"
-        child = parse_entity(text, str(path) if path else None)
         if relative_to:
             frame = self.body_pose(relative_to)
             q = np.asarray(quat, float)
             pos = frame[0] + rotate(frame[1], np.asarray(pos, float))
             quat = quat_mul(frame[1], q)
-        base = name or (resources.model_name(text) if urdf else resource_name(child))
-        if not base and not allow_renaming:
-            raise ResourceError("name", "no name given and the resource names none")
-
-        def add(h) -> tuple[ModelEdit, str]:
-            chosen = free_name(h.body_names, base) if allow_renaming else base
-            return h.spawn_edit(chosen, child, pos, quat), chosen
-
-        return self._sim.edit_model(add)
+        p, q = check_pose(pos, quat)
+        return self._sim.edit_model(Spawn(model, name, allow_renaming, tuple(p), tuple(q)))
 
     def delete(self, name: str) -> None:
         """Remove an entity (spawned or from the scene) with its subtree."""
-        self._sim.edit_model(lambda h: (h.delete_edit(name), None))
+        self._sim.edit_model(Remove((name,)))
         self._infos.forget(name)
+
+    @staticmethod
+    def _outside(root: str, uri: str, what: str) -> Outside:
+        """A model file named by a URI inside `root` (the path only: the builder reads it)."""
+        base = Path(root).expanduser().resolve()
+        path = resources.resolve(base, uri, what)
+        return Outside(path=str(path.relative_to(base)), root=str(base), what=what)
 
     # -- run state -----------------------------------------------------------------
     def state(self) -> str:
@@ -428,7 +443,7 @@ class Simulator:
             with self._sim.locked() as h:
                 edited = h.model_version != self._world_version
             if edited:  # spawned, deleted or moved entities: the world as loaded
-                self._sim.edit(lambda h: h.replace_scene(*self._source))
+                self._sim.edit_model(*self._source)
                 with self._sim.locked() as h:
                     self._world_version = h.model_version
             else:
@@ -439,7 +454,7 @@ class Simulator:
             with self._sim.locked() as h:
                 names = list(h.spawned)
             if names:
-                self._sim.edit_model(lambda h: (h.delete_edit(*names), None))
+                self._sim.edit_model(Remove(tuple(names)))
                 self._infos.forget(*names)
         if scope & (RESET_STATE | RESET_TIME):
             with self._sim.locked() as h:
@@ -465,43 +480,36 @@ class Simulator:
         return out
 
     def load_world(self, uri: str, text: str) -> World:
-        """Replace the scene (removing every entity) and leave it stopped."""
+        """Replace the scene (removing every entity) and leave it stopped. The world is
+        read and built away from the simulation, like a spawned entity: only files inside
+        the worlds directory, within the model limits."""
         if uri:
-            path = resources.resolve(self._worlds_dir, uri, "the worlds directory")
-            text = resources.read(path)
-            source: str = str(path)
-            world = World(
-                resources.model_name(text) or path.stem, resources.file_uri(path), str(path)
-            )
+            model = self._outside(self._worlds_dir, uri, "the worlds directory")
+            where = resources.file_uri(Path(model.root) / model.path)
+            description = str(Path(model.root) / model.path)
         elif text:
-            resources.format_of(text)
-            source = text
-            world = World(
-                resources.model_name(text) or "world", "", "loaded from a resource string"
-            )
+            model = Outside(text=text, what="the worlds directory")
+            where, description = "", "loaded from a resource string"
         else:
             raise ResourceError("no_resource", "give world_resource.uri or resource_string")
         with self._lock:
-            self._sim.pause(True)
+            paused = self._sim.paused
+            self._sim.pause(True)  # the new world is stopped: it takes no step before that
             try:
-                self._sim.edit(lambda h: h.replace_scene(source))
-            except SceneError as exc:
-                if isinstance(exc, ResourceError):
-                    raise
-                text_ = str(exc).lower()
-                kind = (
-                    "assets"
-                    if ("could not open" in text_ or "resource not found" in text_)
-                    else "parse"
-                )
-                raise ResourceError(kind, str(exc)) from None
-            self._source = (source, None)
-            self._world, self._no_world = world, False
-            self._infos.forget()
+                name = self._sim.edit_model(WorldLoad(model=model), None)
+            except BaseException:
+                self._sim.pause(paused)  # refused: the world runs on as it did
+                raise
             with self._sim.locked() as h:
                 self._world_version = h.model_version
+                source = h.recipe.world
+            assert source is not None
+            self._source = (WorldLoad(model=Outside(stored=source)), None)
+            fallback = Path(model.path).stem if uri else "world"
+            self._world, self._no_world = World(name or fallback, where, description), False
+            self._infos.forget()
             self._stopped_at = self._sim.sim_time()
-        return world
+        return self._world
 
     def unload_world(self) -> None:
         """Remove the world: an empty scene, no run state until a world is loaded."""
@@ -509,7 +517,7 @@ class Simulator:
             if self._no_world:
                 raise IncorrectStateError("no world is loaded")
             self._sim.pause(True)
-            self._sim.edit(lambda h: h.replace_scene(_NO_WORLD_SCENE))
+            self._sim.edit_model(WorldLoad(_NO_WORLD_SCENE), None)
             self._no_world, self._stopped_at = True, None
             self._infos.forget()
 

@@ -12,7 +12,8 @@ only ``apply_load`` and ``capture_snapshot`` touch MjData (a short hold of the l
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +22,12 @@ from tqdm import tqdm
 
 from metasim_ros.core.errors import SnapshotError
 from metasim_ros.core.paths import os_problem
+from metasim_ros.core.sim.handler import PhysicsState
 from metasim_ros.core.snapshot.format import (
     SaveCapture,
     capture_for_save,
     capture_state,
+    split_captures,
     stack_trajectory,
     state_size,
     write_snapshot,
@@ -42,7 +45,7 @@ from metasim_ros.core.snapshot.restore import (
     prepare,
 )
 from metasim_ros.core.snapshot.simulation import Simulation
-from metasim_ros.core.snapshot.spawned import read_spawned, spawned_present
+from metasim_ros.core.snapshot.spawned import Edits, read_spawned, spawned_present
 
 #: Default limit on the size of a snapshot file loaded (bytes). Loading reads single rows, so
 #: large files are cheap; the limit only refuses files no recording plausibly reaches.
@@ -78,7 +81,9 @@ def capture_snapshot(
     """The first half of a save, under the simulation lock: check the request, copy the states.
 
     ``trajectory``: integration-state rows (``capture_state``) — [T, state_size] for one env or
-    [T, len(env_ids), state_size]; the file then holds those T states instead of the current one.
+    [T, len(env_ids), state_size] — or whole captured states (``handler.capture``, one per row,
+    or a list per row for several envs), which also store each row's control state so that a
+    load of any row is exact; the file then holds those T states instead of the current one.
     ``max_steps``: largest T accepted (None: no limit). Raises ``SnapshotError`` for a bad request.
     """
     _check_limit(max_steps, "max_steps")
@@ -97,12 +102,13 @@ def capture_snapshot(
         raise SnapshotError(
             f"cannot save snapshot {target}: directory {target.parent} does not exist"
         )
-    rows = (
-        None
-        if trajectory is None
-        else stack_trajectory(trajectory, ids, state_size(handler.model), max_steps)
-    )
-    return capture_for_save(handler, ids, rows)
+    rows = controls = None
+    if trajectory is not None:
+        split = split_captures(trajectory, ids)
+        if split is not None:
+            trajectory, controls = split
+        rows = stack_trajectory(trajectory, ids, state_size(handler.model), max_steps)
+    return capture_for_save(handler, ids, rows, controls)
 
 
 def write_captured(sim: Simulation, path: str | os.PathLike[str], capture: SaveCapture) -> Path:
@@ -183,17 +189,31 @@ def apply_load(
     *,
     tolerance: float = DEFAULT_TOLERANCE,
     allow_partial: bool = False,
+    edits: Edits | None = None,
+    locked: Callable[[], AbstractContextManager[Simulation]] | None = None,
 ) -> RestoreReport:
     """The second half of a load, under the lock: apply, mj_forward, verify against everything
     the file holds; roll back when verification fails or something is left out without
-    ``allow_partial``."""
+    ``allow_partial``. Entities the file's model spawned and the simulation lacks are added
+    first, through `handler` (all under the caller's lock), or through `edits` when given:
+    then only the apply runs inside `locked()` (the node builds model edits without the
+    lock, see core.sim.access)."""
     check_tolerance(tolerance)
     if prepared.again is None:
-        return apply_prepared(handler, prepared, tolerance, bool(allow_partial))
-    with spawned_present(handler, prepared.spawned) as added:  # removed again on an error
-        report = apply_prepared(handler, prepared.again(handler), tolerance, bool(allow_partial))
+        if locked is None:
+            return apply_prepared(handler, prepared, tolerance, bool(allow_partial))
+        with locked() as h:
+            return apply_prepared(h, prepared, tolerance, bool(allow_partial))
+    adder = edits if edits is not None else handler
+    with spawned_present(adder, prepared.spawned) as added:  # removed again on an error
+        again = prepared.again(handler)
+        if locked is None:
+            report = apply_prepared(handler, again, tolerance, bool(allow_partial))
+        else:
+            with locked() as h:
+                report = apply_prepared(h, again, tolerance, bool(allow_partial))
         if not report.ok and added:  # rolled back: so is the model
-            handler.delete(*added)
+            adder.delete(*added)
         return report
 
 
@@ -260,7 +280,8 @@ def convert_snapshot(
     tolerance: float = DEFAULT_TOLERANCE,
     progress: bool = False,
 ) -> list[RestoreReport]:
-    """Rewrite every state of ``src`` (any known layout) as an own-format trajectory at ``dst``.
+    """Rewrite every state of ``src`` (any known layout) as an own-format trajectory at ``dst``,
+    with the control state of each row when the source holds it (every state loads exact).
 
     Each state is restored into env 0 and verified; the first one failing verification (or left
     partial without ``allow_partial``) aborts the conversion. The handler is left in the last
@@ -268,7 +289,7 @@ def convert_snapshot(
     """
     check_tolerance(tolerance)
     reports: list[RestoreReport] = []
-    rows: list[np.ndarray] = []
+    captures: list[PhysicsState] = []
     with open_snapshot(src) as f:
         i, count = 0, 1
         with tqdm(desc="convert", unit="state", disable=not progress) as bar:
@@ -279,9 +300,12 @@ def convert_snapshot(
                     raise SnapshotError(f"state {i} of {src} was not restored:\n{report.summary()}")
                 count = report.count
                 reports.append(report)
-                rows.append(capture_state(handler, 0))
+                captures.append(handler.capture(0))
                 bar.total = count
                 bar.update()
                 i += 1
-    save_snapshot(handler, dst, [0], np.stack(rows), max_steps=None)
+    # the control state goes with the rows only when the source held it (every load exact)
+    exact = all(r.exact for r in reports)
+    rows = captures if exact else np.stack([c.integration for c in captures])
+    save_snapshot(handler, dst, [0], rows, max_steps=None)
     return reports

@@ -1,11 +1,11 @@
 # Copyright 2026 metasim_ros developers
 # SPDX-License-Identifier: Apache-2.0
-"""The own snapshot format (version 2): its layout, the model signature, and writing it.
+"""The own snapshot format (version 3): its layout, the model signature, and writing it.
 
 One dataset per quantity with a step axis (T = 1 for a single snapshot), so a state is a few
 row reads and a 10k-step trajectory a few chunked, compressed datasets::
 
-    /                          attrs: format="metasim_snapshot", version=2, mujoco_version, created,
+    /                          attrs: format="metasim_snapshot", version=3, mujoco_version, created,
                                       signature_hash, nq, nv, na, nu, nbody, state_spec,
                                       state_size, timestep, num_envs, steps, and what the
                                       per-env datasets hold: integration_state_components,
@@ -23,8 +23,15 @@ row reads and a 10k-step trajectory a few chunked, compressed datasets::
     /envs/env_<i>/wrench_remaining   [T, nbody]       sim seconds left of each body's applied
                                                        wrench (0 = none or until cleared);
                                                        only when some applied wrench ends
+    /envs/env_<i>/control            uint8 [N]        the rest of the control state (command
+    /envs/env_<i>/control_rows       int64 [T, 2]     modes, efforts, ball targets, gains, law,
+                                                       trajectories, controller clock): JSON
+                                                       documents (``control.py``); absent for
+                                                       trajectory rows saved without it
 
-Version 1 (a group per MetaSim tree leaf) is still read; see ``strategies/own.py``.
+Version 3 added the control datasets. Version 2 (no control state: joints return to
+position mode) and version 1 (a group per MetaSim tree leaf) are still read; see
+``strategies/own.py``.
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ import json
 import os
 import threading
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import h5py
@@ -46,15 +53,18 @@ import mujoco
 import numpy as np
 
 from metasim_ros.core.atomic import write_atomic
-from metasim_ros.core.sim.handler import INTEGRATION_STATE
-from metasim_ros.core.sim.wrenches import remaining_durations
+from metasim_ros.core.control.record import ControlState
+from metasim_ros.core.control.wrenches import remaining_durations
+from metasim_ros.core.scene.builder import Attach
+from metasim_ros.core.sim.handler import INTEGRATION_STATE, PhysicsState
+from metasim_ros.core.snapshot import control as control_io
 from metasim_ros.core.snapshot.bodies import BODY_COLUMNS, trajectory_body_rows
 from metasim_ros.core.snapshot.io import SnapshotError
 from metasim_ros.core.snapshot.simulation import Simulation
-from metasim_ros.core.snapshot.spawned import SpawnRecord, write_spawned
+from metasim_ros.core.snapshot.spawned import write_spawned
 
 FORMAT_NAME = "metasim_snapshot"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 #: Rows per chunk target ~256 KiB so one-row reads stay cheap and 10k-step writes stay fast.
 _CHUNK_BYTES = 256 * 1024
 #: Largest row of a MetaSim tree leaf read from a version-1 file (a free joint's qpos has 7).
@@ -119,53 +129,65 @@ def state_components(model: mujoco.MjModel) -> tuple[list[str], list[int]]:
 @dataclasses.dataclass
 class SaveCapture:
     """What a save takes from the simulation under the lock: per env the integration-state rows
-    [T, state_size] and the robot targets [T, n_targets]; everything else is computed from
-    these on a scratch MjData without the lock."""
+    [T, state_size] and the control state of each row (None: rows saved without it, which
+    then get the current targets); everything else is computed from these without the lock."""
 
     rows: dict[int, np.ndarray]
-    pos_targets: dict[int, np.ndarray]
-    vel_targets: dict[int, np.ndarray]
-    #: [T, nbody] sim seconds left of applied wrenches (MuJoCo's state has no place for when
-    #: they end); the current ones for a single state, none for trajectory rows
-    wrench_remaining: dict[int, np.ndarray]
-    #: entities spawned at runtime (MJCF and pose), so a load can add them again first
-    spawned: dict[str, SpawnRecord]
+    controls: dict[int, list[ControlState] | None]
+    #: the current control state of each env (targets for rows saved without theirs)
+    current: dict[int, ControlState]
+    #: entities spawned at runtime (text, files and pose), so a load can add them again
+    spawned: dict[str, Attach]
 
 
 def capture_for_save(
-    handler: Simulation, env_ids: Sequence[int], trajectory: dict[int, np.ndarray] | None
+    handler: Simulation,
+    env_ids: Sequence[int],
+    trajectory: dict[int, np.ndarray] | None,
+    controls: dict[int, list[ControlState]] | None = None,
 ) -> SaveCapture:
-    """The states to save: the current ones, or ``trajectory`` rows with the current targets.
+    """The states to save: the current ones, or ``trajectory`` rows (with ``controls``, the
+    control state of each row, when the caller captured them).
 
     Call it holding the simulation lock; it copies a few KB per env.
     """
     captured = {e: handler.capture(e) for e in env_ids}
-    rows = (
-        {e: c.integration[None, :] for e, c in captured.items()}
-        if trajectory is None
-        else trajectory
-    )
+    current = {e: c.control for e, c in captured.items()}
+    if trajectory is None:
+        rows = {e: c.integration[None, :] for e, c in captured.items()}
+        per_row = {e: [c] for e, c in current.items()}
+    else:
+        rows = trajectory
+        per_row = {e: None if controls is None else controls[e] for e in env_ids}
+    return SaveCapture(rows, per_row, current, dict(handler.spawned))
 
-    def targets(attr: str) -> dict[int, np.ndarray]:
-        out = {}
-        for e, c in captured.items():
-            values = getattr(c, attr)
-            values = np.zeros(0) if values is None else np.asarray(values, dtype=np.float64)
-            out[e] = np.broadcast_to(values, (len(rows[e]), values.size))
-        return out
 
-    nbody = handler.model.nbody
-    wrenches = {
-        e: (
-            remaining_durations(c.wrench_until, c.integration[0])[None, :]
-            if trajectory is None
-            else np.zeros((len(rows[e]), nbody))
-        )
-        for e, c in captured.items()
-    }
-    return SaveCapture(
-        rows, targets("pos_target"), targets("vel_target"), wrenches, dict(handler.spawned)
-    )
+def split_captures(
+    trajectory: Sequence[Any], env_ids: Sequence[int]
+) -> tuple[list[Any], dict[int, list[ControlState]]] | None:
+    """Trajectory rows given as handler captures (PhysicsState, or one per env in a row)
+    -> (integration rows, per-env control states); None for rows of plain numbers."""
+    if not isinstance(trajectory, Sequence) or not len(trajectory):
+        return None
+    first = trajectory[0]
+    nested = isinstance(first, Sequence) and len(first) and isinstance(first[0], PhysicsState)
+    if not isinstance(first, PhysicsState) and not nested:
+        return None
+    rows: list[Any] = []
+    controls: dict[int, list[ControlState]] = {e: [] for e in env_ids}
+    for k, row in enumerate(trajectory):
+        states = list(row) if nested else [row]
+        if len(states) != len(env_ids) or not all(isinstance(x, PhysicsState) for x in states):
+            raise SnapshotError(
+                f"trajectory row {k}: expected {len(env_ids)} captured state(s) "
+                "(MujocoHandler.capture), one per env"
+            )
+        if any(x.control is None for x in states):
+            raise SnapshotError(f"trajectory row {k}: a capture without its control state")
+        rows.append([x.integration for x in states] if nested else states[0].integration)
+        for e, x in zip(env_ids, states):
+            controls[e].append(x.control)
+    return rows, controls
 
 
 def _structure(handler: Simulation) -> dict[str, Any]:
@@ -210,21 +232,44 @@ def write_snapshot(
     write_atomic(path, image)
 
 
-#: The per-env datasets, in file order (``wrench_remaining`` only when some applied wrench ends).
-_DATASETS = ("integration_state", "body", "dof_pos_target", "dof_vel_target", "wrench_remaining")
+#: The per-env datasets, in file order (``wrench_remaining`` only when some applied wrench ends,
+#: the control datasets only when the rows were saved with their control state).
+_DATASETS = (
+    "integration_state",
+    "body",
+    "dof_pos_target",
+    "dof_vel_target",
+    "wrench_remaining",
+    "control",
+    "control_rows",
+)
+#: Datasets stored whole, never chunked: their rows are not the step axis.
+_WHOLE = ("control", "control_rows")
 
 
-def _captured_arrays(capture: SaveCapture, e: int) -> dict[str, np.ndarray]:
+def _captured_arrays(handler: Simulation, capture: SaveCapture, e: int) -> dict[str, np.ndarray]:
     """The datasets of env ``e`` taken from the capture (all but the body rows), as contiguous
-    float64 arrays."""
-    out = {
-        "integration_state": capture.rows[e],
-        "dof_pos_target": capture.pos_targets[e],
-        "dof_vel_target": capture.vel_targets[e],
-    }
-    if capture.wrench_remaining[e].any():  # optional: absent = none ends
-        out["wrench_remaining"] = capture.wrench_remaining[e]
-    return {k: np.ascontiguousarray(v, dtype=np.float64) for k, v in out.items()}
+    arrays: float64, the control document bytes and their rows."""
+    rows, controls = capture.rows[e], capture.controls[e]
+    steps = len(rows)
+    if controls is None:  # the current targets for every row; no wrench ends
+        c = capture.current[e]
+        pos = np.broadcast_to(c.pos, (steps, c.pos.size))
+        vel = np.broadcast_to(c.vel, (steps, c.vel.size))
+        wrench = np.zeros((steps, handler.model.nbody))
+    else:
+        pos = np.array([c.pos for c in controls]).reshape(steps, -1)
+        vel = np.array([c.vel for c in controls]).reshape(steps, -1)
+        wrench = np.array(
+            [remaining_durations(c.wrench_until, row[0]) for c, row in zip(controls, rows)]
+        )
+    out = {"integration_state": rows, "dof_pos_target": pos, "dof_vel_target": vel}
+    if wrench.any():  # optional: absent = none ends
+        out["wrench_remaining"] = wrench
+    out = {k: np.ascontiguousarray(v, dtype=np.float64) for k, v in out.items()}
+    if controls is not None:
+        out["control"], out["control_rows"] = control_io.encode(handler.control_layout, controls)
+    return out
 
 
 def _single_image(handler: Simulation, capture: SaveCapture) -> bytes:
@@ -232,10 +277,11 @@ def _single_image(handler: Simulation, capture: SaveCapture) -> bytes:
     model = handler.model
     arrays = {}
     for e, rows in capture.rows.items():
-        arrays[e] = _captured_arrays(capture, e)
+        arrays[e] = _captured_arrays(handler, capture, e)
         arrays[e]["body"] = trajectory_body_rows(model, rows)
     layout = tuple(
-        (e, tuple((n, d[n].shape) for n in _DATASETS if n in d)) for e, d in arrays.items()
+        (e, tuple((n, d[n].shape, d[n].dtype.str) for n in _DATASETS if n in d))
+        for e, d in arrays.items()
     )
     fid = _in_memory(_template(handler, layout), 64 * 1024)
     try:
@@ -246,20 +292,48 @@ def _single_image(handler: Simulation, capture: SaveCapture) -> bytes:
                     h5py.h5d.open(fid, f"envs/env_{e}/{name}".encode()).write(
                         h5py.h5s.ALL, h5py.h5s.ALL, data
                     )
-        return _finish(fid, capture)
+        return _finish(fid, capture.spawned)
     finally:
         fid.close()
 
 
 def _trajectory_image(handler: Simulation, capture: SaveCapture, steps: int) -> bytes:
+    """T states per env in chunked, compressed datasets."""
+    arrays = {e: _captured_arrays(handler, capture, e) for e in capture.rows}
+    return _arrays_image(handler, arrays, capture.spawned, steps)
+
+
+def write_trajectory(
+    handler: Simulation,
+    path: str | os.PathLike[str],
+    arrays: dict[int, dict[str, np.ndarray]],
+    spawned: dict[str, Attach],
+    extra: Callable[[h5py.File], None] | None = None,
+) -> None:
+    """Write the own format atomically from per-env datasets already laid out as the file
+    holds them (``_DATASETS`` but ``body``, which is computed here from the integration
+    states); ``extra`` adds groups of the caller's own before the file is finished."""
+    steps = len(next(iter(arrays.values()))["integration_state"])
+    write_atomic(path, _arrays_image(handler, arrays, spawned, steps, extra))
+
+
+def _arrays_image(
+    handler: Simulation,
+    arrays: dict[int, dict[str, np.ndarray]],
+    spawned: dict[str, Attach],
+    steps: int,
+    extra: Callable[[h5py.File], None] | None = None,
+) -> bytes:
     """T states per env in chunked, compressed datasets. Chunks are compressed by a thread pool
     (zlib runs without the GIL), the captured rows while the body rows are computed."""
     model = handler.model
     with concurrent.futures.ThreadPoolExecutor(_COMPRESS_THREADS) as pool:
-        arrays = {e: _captured_arrays(capture, e) for e in capture.rows}
-        chunks = {e: {n: _compress(pool, a) for n, a in d.items()} for e, d in arrays.items()}
+        chunks = {
+            e: {n: None if n in _WHOLE else _compress(pool, a) for n, a in d.items()}
+            for e, d in arrays.items()
+        }
         for e, d in arrays.items():
-            d["body"] = trajectory_body_rows(model, capture.rows[e])
+            d["body"] = trajectory_body_rows(model, d["integration_state"])
             chunks[e]["body"] = _compress(pool, d["body"])
         template = _template(handler, None)
         raw = sum(a.nbytes for d in arrays.values() for a in d.values())
@@ -274,7 +348,9 @@ def _trajectory_image(handler: Simulation, capture: SaveCapture, steps: int) -> 
                 for name in _DATASETS:
                     if name in d:
                         _create(eg, name, d[name], chunks[e][name])
-            return _finish(fid, capture)
+            if extra is not None:
+                extra(f)
+            return _finish(fid, spawned)
         finally:
             fid.close()
 
@@ -284,10 +360,10 @@ def _stamp(fid: h5py.h5f.FileID) -> None:
     h5py.h5a.open(fid, b"created").write(np.array(_now()))
 
 
-def _finish(fid: h5py.h5f.FileID, capture: SaveCapture) -> bytes:
+def _finish(fid: h5py.h5f.FileID, spawned: dict[str, Attach]) -> bytes:
     """Add the spawned entities, flush, and return the file's bytes."""
-    if capture.spawned:
-        write_spawned(h5py.File(fid), capture.spawned)
+    if spawned:
+        write_spawned(h5py.File(fid), spawned)
     h5py.h5f.flush(fid)
     return fid.get_file_image()
 
@@ -359,8 +435,8 @@ def _template(handler: Simulation, layout: tuple | None) -> bytes:
             f.attrs["steps"] = 1
             for e, datasets in layout:
                 eg = f.create_group(f"envs/env_{e}")
-                for name, shape in datasets:
-                    eg.create_dataset(name, data=np.zeros(shape))
+                for name, shape, dtype in datasets:
+                    eg.create_dataset(name, data=np.zeros(shape, dtype=dtype))
         f.flush()
         image = f.id.get_file_image()
     with _TEMPLATES_LOCK:  # saves may run in several threads

@@ -17,6 +17,7 @@ import h5py
 import mujoco
 import numpy as np
 
+from metasim_ros.core.control.record import ControlState
 from metasim_ros.core.joint_kinds import dof_slice, qpos_slice
 from metasim_ros.core.snapshot.simulation import Simulation
 
@@ -35,6 +36,10 @@ class Expected:
     time: float | None = None
     #: the complete mjSTATE_INTEGRATION vector, when the file holds one for this model
     integration: np.ndarray | None = None
+    #: the control state the restore applied (set by the plan's apply, compared after it)
+    control: ControlState | None = None
+    #: parts of the state the file does not hold for this model (so the restore is not exact)
+    not_exact: list[str] = dataclasses.field(default_factory=list)
 
     @classmethod
     def from_vectors(

@@ -21,11 +21,12 @@ import mujoco
 import numpy as np
 
 from metasim_ros.core.errors import SnapshotError
+from metasim_ros.core.scene.builder import Attach
 from metasim_ros.core.snapshot.bodies import body_rows
 from metasim_ros.core.snapshot.io import LayoutMismatchError
 from metasim_ros.core.snapshot.plan import Expected, LoadRequest, Plan
 from metasim_ros.core.snapshot.simulation import Simulation
-from metasim_ros.core.snapshot.spawned import SpawnRecord, read_spawned
+from metasim_ros.core.snapshot.spawned import read_spawned
 from metasim_ros.core.snapshot.strategies import STRATEGIES
 
 #: Default verification tolerance: radians / metres / (rad|m)/s. Exact layouts reach 0.
@@ -54,7 +55,9 @@ class RestoreReport:
     count: int
     env_id: int
     ok: bool
-    exact: bool  # integration state bitwise equal to the file's, nothing left out
+    #: integration and control state bitwise the file's, nothing left out (else not_exact says
+    #: which part of the state the file does not hold or the simulation differs in)
+    exact: bool
     max_qpos_error: float
     max_qvel_error: float
     max_body_pos_error: float | None
@@ -69,6 +72,7 @@ class RestoreReport:
     mapping: list[str] = dataclasses.field(default_factory=list)  # name prefixes matched
     allow_partial: bool = False
     within_tolerance: bool = True  # every value the file holds matched
+    not_exact: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def partial(self) -> bool:
@@ -98,6 +102,7 @@ class RestoreReport:
             f"body rot {fmt(self.max_body_rot_error)} rad, body vel {fmt(self.max_body_vel_error)} "
             f"(tolerance {self.tolerance:g})",
         ]
+        lines += [f"  not exact: {n}" for n in self.not_exact if self.ok]
         lines += [f"  names matched by prefix: {m}" for m in self.mapping]
         lines += [f"  not restored: {n}" for n in self.not_restored]
         lines += [f"  skipped {t}" for t in self.tried]
@@ -114,7 +119,7 @@ class PreparedLoad:
     plans: list[Plan]
     tried: list[str]
     #: entities the file's model had spawned at runtime ({} for most files)
-    spawned: dict[str, SpawnRecord] = dataclasses.field(default_factory=dict)
+    spawned: dict[str, Attach] = dataclasses.field(default_factory=dict)
     #: set when the simulation lacks some of `spawned`: prepares the file again against
     #: the simulation once they are added (plans are empty until then)
     again: Callable[[Simulation], PreparedLoad] | None = None
@@ -125,7 +130,7 @@ def prepare(
     sim: Simulation,
     request: LoadRequest,
     max_steps: int | None = DEFAULT_MAX_STEPS,
-    spawned: dict[str, SpawnRecord] | None = None,
+    spawned: dict[str, Attach] | None = None,
 ) -> PreparedLoad:
     """Resolve every layout of an open file into a Plan; uses only ``sim``'s model facts.
     ``spawned``: the file's spawned entities when the caller has read them already.
@@ -230,9 +235,15 @@ def _verify(
         pos_err = _rows_err(now[:, 0:3], exp.body_pos)
         vel_err = _rows_err(now[:, 7:13], exp.body_vel)
         rot_err = _angle_err(now[:, 3:7], exp.body_quat)
-    exact = False
-    if exp.integration is not None:
-        exact = handler.capture(env_id).integration.tobytes() == exp.integration.tobytes()
+    not_exact = list(exp.not_exact)
+    if exp.integration is None:
+        not_exact.append("the file holds no complete integration state of this model")
+    else:
+        captured = handler.capture(env_id)
+        if captured.integration.tobytes() != exp.integration.tobytes():
+            not_exact.append("the integration state differs from the file's")
+        if exp.control is not None and not captured.control.same_as(exp.control):
+            not_exact.append("the control state differs from the file's")
     errors = [e for e in (qpos_err, qvel_err, pos_err, rot_err, vel_err) if e is not None]
     if exp.time is not None:
         errors.append(abs(data.time - exp.time))
@@ -249,7 +260,8 @@ def _verify(
         count=plan.count,
         env_id=-1,
         ok=within and (allow_partial or not plan.not_restored),
-        exact=exact and within and not plan.not_restored,
+        exact=not not_exact and within and not plan.not_restored,
+        not_exact=not_exact,
         max_qpos_error=qpos_err,
         max_qvel_error=qvel_err,
         max_body_pos_error=pos_err,

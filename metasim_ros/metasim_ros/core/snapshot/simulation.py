@@ -15,8 +15,13 @@ from typing import Any, Protocol
 
 import mujoco
 
+from metasim_ros.core.control.drives import ControlLayout
+from metasim_ros.core.control.goals import TrajectoryGoal
+from metasim_ros.core.control.record import ControlState
+from metasim_ros.core.scene.builder import Attach
+from metasim_ros.core.scene.confine import ModelSource
 from metasim_ros.core.scene.loading import ModelInfo
-from metasim_ros.core.sim.handler import PhysicsState, SpawnRecord, Transaction
+from metasim_ros.core.sim.handler import PhysicsState, Transaction
 from metasim_ros.core.state.schema import State
 
 
@@ -26,7 +31,7 @@ class Simulation(Protocol):
     scene_xml: str
     models: list[ModelInfo]
     robots: list[ModelInfo]
-    spawned: dict[str, SpawnRecord]
+    spawned: dict[str, Attach]
 
     @property
     def model(self) -> mujoco.MjModel:
@@ -40,7 +45,9 @@ class Simulation(Protocol):
     def target_joint_names(self) -> list[str]:
         """Robot joints with dof_pos/vel targets, in the order PhysicsState holds them."""
 
-    def spawn(self, name: str, resource: str, pos: Sequence[float], quat: Sequence[float]) -> None:
+    def spawn(
+        self, name: str, resource: str | ModelSource, pos: Sequence[float], quat: Sequence[float]
+    ) -> None:
         """Add an entity (a model edit; every other entity carries over)."""
 
     def delete(self, *names: str) -> None:
@@ -52,11 +59,22 @@ class Simulation(Protocol):
     def editing(self, env_id: int) -> AbstractContextManager[mujoco.MjData]:
         """One env's MjData to write directly; it is re-synced on the next read."""
 
+    @property
+    def control_layout(self) -> ControlLayout:
+        """Which joints the control state's arrays hold (targets, ball joints, gains)."""
+
     def capture(self, env_id: int) -> PhysicsState:
-        """A copy of one env's integration state and joint targets."""
+        """A copy of one env's integration state and control state."""
 
     def restore(self, env_id: int, state: PhysicsState) -> None:
-        """Put a captured state back; the env then continues bit-identically."""
+        """Put a captured state back; the env then continues bit-identically (a state
+        without control keeps the env's control state)."""
+
+    def fresh_control(self, env_id: int) -> ControlState:
+        """The control state a reset would give the env now (holding where it is)."""
+
+    def check_trajectory(self, robot: str, goal: TrajectoryGoal) -> None:
+        """Refuse (StateValidationError) a goal the robot cannot follow."""
 
     def transaction(
         self, env_ids: Sequence[int] | None = None

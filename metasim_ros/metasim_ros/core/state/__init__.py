@@ -1,3 +1,3 @@
 # Copyright 2026 metasim_ros developers
 # SPDX-License-Identifier: Apache-2.0
-"""The MetaSim state on MuJoCo: schema, joint targets, reading, writing, joints, frames."""
+"""The MetaSim state on MuJoCo: schema, reading, writing, joints, frames."""

@@ -7,9 +7,10 @@ model's body_pos/body_quat, constant, published once (/tf_static). Bodies with j
 move relative to their parent; their relative poses are computed for all of them at
 once from xpos/xquat.
 
-Sites are fixed to their body: each is a static frame under it, named like cameras by
-its own name (with the prefix), or `<body>/<site>` when the site is unnamed or its name
-is already a body or camera frame.
+Cameras and sites are fixed to their body: each is a static frame under it, named by its
+own name (with the prefix), or `<body>/<name>` when that frame exists already (an unnamed
+site is always `<body>/site<id>`). This is the one source of frame names: every frame id
+the node publishes or replies comes from a FrameTree.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ import mujoco
 import numpy as np
 
 from metasim_ros.core.scene.cameras import MJ_TO_OPTICAL
+from metasim_ros.core.scene.names import element_names
+
+_SITE = mujoco.mjtObj.mjOBJ_SITE
 
 #: MuJoCo camera frame (x right, y up, looking along -z) -> REP-103 body frame of the
 #: camera (x forward, y left, z up): columns are the REP-103 axes in MuJoCo's frame.
@@ -70,15 +74,40 @@ class Frame:
     quat: np.ndarray  # wxyz
 
 
-class FrameTree:
-    """Static frames once, dynamic body frames on demand, for one MjModel."""
+def world_frame(prefix: str = "") -> str:
+    """The TF frame of the world (every pose the node gives is in it)."""
+    return prefix + "world"
 
-    def __init__(
-        self, model: mujoco.MjModel, body_names: list[str], prefix: str = "", world: str = "world"
-    ) -> None:
-        name = lambda b: prefix + (world if b == 0 else body_names[b])  # noqa: E731
+
+class FrameTree:
+    """Static frames once, dynamic body frames on demand, for one MjModel.
+
+    The one source of TF frame names: every frame id the node publishes or replies is one
+    of these. Bodies are named by their element names (core.scene.names), with the
+    prefix; cameras and sites by their own element name, or `<body frame>/<name>` when a
+    frame of that name exists already; `_1`, `_2`, ... is appended to a name still taken
+    (and to an optical frame's). No two frames share a name.
+    """
+
+    def __init__(self, model: mujoco.MjModel, prefix: str = "") -> None:
+        table = element_names(model)
+        self.world = world_frame(prefix)
         #: TF frame of every body, by body id (the world's is `world`).
-        self.body_frames = [name(b) for b in range(model.nbody)]
+        self.body_frames = [self.world] + [prefix + n for n in table.body[1:]]
+        name = self.body_frames.__getitem__
+        taken = set(self.body_frames)
+
+        def claim(frame: str, otherwise: str | None = None) -> str:
+            """`frame`, else `otherwise`, with a suffix while still taken."""
+            if frame in taken and otherwise is not None:
+                frame = otherwise
+            unique, k = frame, 0
+            while unique in taken:
+                k += 1
+                unique = f"{frame}_{k}"
+            taken.add(unique)
+            return unique
+
         moving = [b for b in range(1, model.nbody) if model.body_jntnum[b] > 0]
         welded = [b for b in range(1, model.nbody) if model.body_jntnum[b] == 0]
         self.static: list[Frame] = [
@@ -95,10 +124,18 @@ class FrameTree:
         self.dynamic_names = [
             (name(int(p)), name(int(b))) for p, b in zip(self.parent_ids, self.body_ids)
         ]
+        #: TF frame of every camera (REP-103 body convention) and of its optical frame
+        self.camera_names: list[str] = []
+        self.optical_frames: list[str] = []
+        for c in range(model.ncam):
+            own = table.camera[c]
+            cam = claim(prefix + own, f"{name(int(model.cam_bodyid[c]))}/{own}")
+            self.camera_names.append(cam)
+            self.optical_frames.append(claim(cam + "_optical_frame"))
         self.camera_static: list[Frame] = []
         self.cameras_tracking: list[int] = []
         for c in range(model.ncam):
-            cam = prefix + model.camera(c).name
+            cam = self.camera_names[c]
             if model.cam_mode[c] == mujoco.mjtCamLight.mjCAMLIGHT_FIXED:
                 mj = np.empty(9)
                 mujoco.mju_quat2Mat(mj, model.cam_quat[c])
@@ -111,23 +148,17 @@ class FrameTree:
             self.camera_static.append(
                 Frame(
                     cam,
-                    cam + "_optical_frame",
+                    self.optical_frames[c],
                     np.zeros(3),
                     mat_to_quat(_MJ_TO_BODY.T @ np.diag(MJ_TO_OPTICAL)),
                 )
             )
-        self.camera_names = [prefix + model.camera(c).name for c in range(model.ncam)]
-        self.world = prefix + world
-        taken = {name(b) for b in range(model.nbody)} | set(self.camera_names)
         #: TF frame of every site, by site id
         self.site_names: list[str] = []
         for s in range(model.nsite):
-            b, own = int(model.site_bodyid[s]), model.site(s).name
-            frame = prefix + own if own else ""
-            if not own or frame in taken:
-                frame = f"{name(b)}/{own or f'site{s}'}"
-            taken.add(frame)
-            self.site_names.append(frame)
+            under = f"{name(int(model.site_bodyid[s]))}/{table.site[s]}"
+            own = mujoco.mj_id2name(model, _SITE, s)  # an unnamed site is always `under`
+            self.site_names.append(claim(prefix + own, under) if own else claim(under))
         self.site_static: list[Frame] = [
             Frame(
                 name(int(model.site_bodyid[s])),

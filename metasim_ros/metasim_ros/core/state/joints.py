@@ -24,10 +24,10 @@ from typing import NamedTuple, Sequence
 import mujoco
 import numpy as np
 
+from metasim_ros.core.control.state import Controls
 from metasim_ros.core.errors import StateValidationError
 from metasim_ros.core.joint_kinds import BALL, FREE, KINDS
 from metasim_ros.core.state.reader import Gather
-from metasim_ros.core.state.targets import JointTargets
 from metasim_ros.core.text import shown
 
 _FREE, _BALL = FREE.type, BALL.type  # plain ints for the read loop
@@ -72,13 +72,13 @@ class _Plan(NamedTuple):
 class JointReader:
     """Readings of every joint of a model (in id order) for any environment."""
 
-    def __init__(self, model: mujoco.MjModel, names: Sequence[str], targets: JointTargets) -> None:
+    def __init__(self, model: mujoco.MjModel, names: Sequence[str], controls: Controls) -> None:
         self._names = list(names)
         self._index = {n: j for j, n in enumerate(self._names)}
         self._types = [int(t) for t in model.jnt_type]
         self._qadr = [int(a) for a in model.jnt_qposadr]
         self._dadr = [int(a) for a in model.jnt_dofadr]
-        self._targets = targets
+        self._controls = controls
         self._v0, self._e0 = model.nq, model.nq + model.nv
         self._gather_plan = [
             ("qpos", np.arange(model.nq)),
@@ -86,7 +86,7 @@ class JointReader:
             ("qfrc_actuator", np.arange(model.nv)),
         ]
         self._gathers: dict[int, Gather] = {}
-        self._target_of = {jid: k for k, jid in enumerate(targets.joint_ids)}
+        self._target_of = {jid: k for k, jid in enumerate(controls.layout.joint_ids)}
         self._plans: dict[str, _Plan] = {}
 
     def _gather(self, data: mujoco.MjData) -> Gather:
@@ -185,9 +185,9 @@ class JointReader:
         )  # position, velocity, effort, targets, errors of the valid 1-DOF joints
         x.take(plan.valid_idx, out=block[:3])
         if reference == "target":
-            t = self._targets
-            t.pos[env].take(plan.ref_idx, out=block[3])
-            t.vel[env].take(plan.ref_idx, out=block[4])
+            c = self._controls.envs[env]
+            c.pos.take(plan.ref_idx, out=block[3])
+            c.vel.take(plan.ref_idx, out=block[4])
         elif reference == "zero":
             block[3:5] = 0.0
         else:
@@ -196,11 +196,12 @@ class JointReader:
         out = list(map(_reading, zip(*plan.valid_head, *block.reshape(7, n, 1))))
         for name, jtype, qs, ds, es in plan.other:
             out.append(_reading((name, jtype, x[qs], x[ds], x[es], _EMPTY, _EMPTY, _EMPTY, _EMPTY)))
-        balls = self._targets.balls if reference == "target" else None
+        balls = self._controls.layout.balls if reference == "target" else None
         for name, jtype, qs, ds, es, jref in plan.multi:
             pos, vel, eff = x[qs], x[ds], x[es]
             if jref is None and balls is not None and name in balls.index:  # motor-driven
-                jref = (balls.pos[env, balls.index[name]], balls.vel[env, balls.index[name]])
+                c, b = self._controls.envs[env], balls.index[name]
+                jref = (c.ball_pos[b], c.ball_vel[b])
             if jref is None:
                 out.append(_reading((name, jtype, pos, vel, eff, _EMPTY, _EMPTY, _EMPTY, _EMPTY)))
                 continue

@@ -28,11 +28,11 @@ from typing import Any, NamedTuple, Sequence
 import mujoco
 import numpy as np
 
+from metasim_ros.core.control.state import Controls
 from metasim_ros.core.joint_kinds import KINDS, ONE_DOF_TYPES
 from metasim_ros.core.scene.cameras import CameraPoses
 from metasim_ros.core.scene.loading import ModelInfo
 from metasim_ros.core.state.schema import State
-from metasim_ros.core.state.targets import JointTargets
 
 _FIELDS = ("qpos", "qvel", "xpos", "xquat", "cvel", "subtree_com")
 # w x r = w[A0]*r[B0] - w[A1]*r[B1], gathered as [2, rows, 3] blocks
@@ -219,7 +219,7 @@ class ModelLayout:
     scalars: slice  # its 1-DOF joints among the scalar values
     scalar_names: tuple[str, ...]
     multi: tuple[MultiDofJoint, ...]
-    targets: slice  # its entries in JointTargets (robots; empty for objects)
+    targets: slice  # its entries in the control layout's targets (robots; empty for objects)
 
 
 class StateReader:
@@ -244,11 +244,12 @@ class StateReader:
         datas: Sequence[mujoco.MjData],
         camera_names: Sequence[str],
         cameras: CameraPoses,
-        targets: JointTargets,
+        controls: Controls,
     ) -> None:
         self._cam_names = tuple(camera_names)
         self._cameras = cameras
-        self._targets = targets
+        self._controls = controls
+        targets = controls.layout
         body_ids = np.array([b for info in models for b in info.body_ids], dtype=np.intp)
         moving = [i for i in models if not i.free and model.body_dofnum[i.root_body] > 0]
         still = [i for i in models if not i.free and model.body_dofnum[i.root_body] == 0]
@@ -417,7 +418,9 @@ class StateReader:
         values = g[self._scalars].tolist()
         # one iterator per list: each model's dict(zip(names, it)) takes just its joints
         sq, sd = iter(values), iter(values[self._nscalar :])
-        tp, tv = self._targets.pos[env].tolist(), self._targets.vel[env].tolist()
+        c = self._controls.envs[env]
+        tp, tv = c.pos.tolist(), c.vel.tolist()
+        balls = self._controls.layout.balls
         objects: dict[str, Any] = {}
         robots: dict[str, Any] = {}
         for name, ps, rs, vs, ws, names, multi, layout, targets, tnames in self._loop:
@@ -444,9 +447,9 @@ class StateReader:
             else:
                 entry["dof_pos_target"] = dict(zip(tnames, tp[targets]))
                 entry["dof_vel_target"] = dict(zip(tnames, tv[targets]))
-                for bi, bname in self._targets.balls.by_robot.get(name, ()):
-                    entry["dof_pos_target"][bname] = self._targets.balls.pos[env, bi].copy()
-                    entry["dof_vel_target"][bname] = self._targets.balls.vel[env, bi].copy()
+                for bi, bname in balls.by_robot.get(name, ()):
+                    entry["dof_pos_target"][bname] = c.ball_pos[bi].copy()
+                    entry["dof_vel_target"][bname] = c.ball_vel[bi].copy()
                 robots[name] = entry
         cams = (
             dict(zip(self._cam_names, self._cameras.entries(gather.data)))

@@ -10,6 +10,7 @@ import mujoco
 import numpy as np
 
 from metasim_ros.core.joint_kinds import ONE_DOF_TYPES
+from metasim_ros.core.scene.names import element_names
 
 
 class RobotJointArrays:
@@ -19,10 +20,10 @@ class RobotJointArrays:
     in the world state instead.
     """
 
-    def __init__(self, model: mujoco.MjModel, joint_names: Sequence[str]) -> None:
-        ids = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, n) for n in joint_names]
-        keep = [j for j in ids if j >= 0 and int(model.jnt_type[j]) in ONE_DOF_TYPES]
-        self.names: list[str] = [model.joint(j).name for j in keep]
+    def __init__(self, model: mujoco.MjModel, joint_ids: Sequence[int]) -> None:
+        keep = [j for j in joint_ids if int(model.jnt_type[j]) in ONE_DOF_TYPES]
+        names = element_names(model).joint
+        self.names: list[str] = [names[j] for j in keep]
         self._qpos = model.jnt_qposadr[keep].astype(np.intp)
         self._dof = model.jnt_dofadr[keep].astype(np.intp)
 

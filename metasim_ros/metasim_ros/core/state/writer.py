@@ -25,23 +25,20 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from metasim_ros.core.control.drives import POSITION
+from metasim_ros.core.control.state import Controls
 from metasim_ros.core.errors import StateValidationError
 from metasim_ros.core.joint_kinds import BALL, KINDS, ONE_DOF_TYPES
 from metasim_ros.core.state.reader import ModelLayout, StateReader
 from metasim_ros.core.state.schema import (
     BODY_KEYS,
     CAMERA_KEYS,
-    MAX_ABS_VALUE,
     MODEL_KEYS,
     ROBOT_KEYS,
     SECTIONS,
     TARGET_KEYS,
-    as_array,
-    as_mapping,
-    as_quat,
-    as_scalar,
 )
-from metasim_ros.core.state.targets import POSITION, JointTargets
+from metasim_ros.core.values import MAX_ABS_VALUE, as_array, as_mapping, as_quat, as_scalar
 
 
 @dataclass
@@ -96,13 +93,14 @@ class StateWriter:
         self,
         model: mujoco.MjModel,
         reader: StateReader,
-        targets: JointTargets,
+        controls: Controls,
         camera_names: Sequence[str],
         tolerance: float,
     ) -> None:
         self._model = model
         self._reader = reader
-        self._targets = targets
+        self._controls = controls
+        targets = controls.layout
         self._cameras = set(camera_names)
         self.tolerance = tolerance
         self._layouts = {lay.info.name: lay for lay in reader.layouts}
@@ -258,7 +256,8 @@ class StateWriter:
     def _plan_targets(
         self, plan: Plan, key: str, lay: ModelLayout, which: str, values: Any
     ) -> None:
-        index, names = self._targets.index, self._targets.names[lay.targets]
+        layout = self._controls.layout
+        index, names = layout.index, layout.names[lay.targets]
         dest = plan.pos_target if which == "dof_pos_target" else plan.vel_target
         balls = self._balls.get(lay.info.name, {})
         for name, value in as_mapping(values, key).items():
@@ -319,16 +318,17 @@ class StateWriter:
     def apply_targets(self, plan: Plan) -> None:
         """Store the plan's targets (their joints return to position mode); servos and
         velocity actuators get their new ctrl at once."""
-        t, env = self._targets, plan.env
+        controls, env = self._controls, plan.env
+        c = controls.envs[env]
         for b, quat in plan.ball_pos_target.items():
-            t.balls.pos[env, b] = quat
+            c.ball_pos[b] = quat
         for b, vel in plan.ball_vel_target.items():
-            t.balls.vel[env, b] = vel
+            c.ball_vel[b] = vel
         for i, v in plan.pos_target.items():
-            t.pos[env, i] = v
+            c.pos[i] = v
         for i, v in plan.vel_target.items():
-            t.vel[env, i] = v
+            c.vel[i] = v
         changed = np.fromiter({*plan.pos_target, *plan.vel_target}, dtype=np.intp)
-        t.mode[env, changed] = POSITION
-        t.modes_changed(env)
-        t.write_ctrl(env, plan.data, changed)
+        c.mode[changed] = POSITION
+        controls.changed(env)
+        controls.write_ctrl(env, plan.data, changed)

@@ -1,7 +1,7 @@
 # Copyright 2026 metasim_ros developers
 # SPDX-License-Identifier: Apache-2.0
-"""The restore strategies, in the order the restore chain tries them (DESIGN §7 and
-docs/architecture.md): the integration state, the MetaSim tree, initial_state_data,
+"""The restore strategies, in the order the restore chain tries them (docs/architecture.md,
+section 6): the integration state, the MetaSim tree, initial_state_data,
 per-object datasets, and the flattened [time, qpos, qvel] vector."""
 
 from __future__ import annotations

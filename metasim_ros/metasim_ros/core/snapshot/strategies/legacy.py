@@ -1,6 +1,7 @@
 # Copyright 2026 metasim_ros developers
 # SPDX-License-Identifier: Apache-2.0
-"""Restore strategies for files written by other tools (strategies 3-5 of DESIGN §7).
+"""Restore strategies for files written by other tools (strategies 3-5 of the restore chain,
+docs/architecture.md section 6).
 
 Each strategy turns its layout into per-joint assignments ``{joint id: (qpos, qvel)}`` for the
 current model, so applying and verifying them is shared (``assign.py``). Layouts, as found in the

@@ -1,8 +1,10 @@
 # Copyright 2026 metasim_ros developers
 # SPDX-License-Identifier: Apache-2.0
-"""Strategies 1 and 2: reading the own format (``format.py``, versions 1 and 2) back.
+"""Strategies 1 and 2: reading the own format (``format.py``, versions 1 to 3) back.
 
-Strategy 1 restores ``integration_state`` bit-exactly when the model signature matches;
+Strategy 1 restores ``integration_state`` bit-exactly when the model signature matches, and
+the control state with it (version 3; older files hold only the targets, which the report
+says);
 strategy 2 restores on another model: version 2 through the file's name tables (by address when
 the structure matches, else by name), version 1 through its MetaSim tree via ``set_states``.
 """
@@ -17,8 +19,11 @@ import h5py
 import mujoco
 import numpy as np
 
+from metasim_ros.core.control.record import ControlState
+from metasim_ros.core.control.wrenches import end_times
+from metasim_ros.core.scene.names import element_names
 from metasim_ros.core.sim.handler import INTEGRATION_STATE
-from metasim_ros.core.sim.wrenches import end_times
+from metasim_ros.core.snapshot import control as control_io
 from metasim_ros.core.snapshot.bodies import BODY_WIDTH
 from metasim_ros.core.snapshot.format import (
     FORMAT_NAME,
@@ -177,10 +182,24 @@ class IntegrationStateStrategy:
                     _step_dataset(eg, "wrench_remaining", count, index, (model.nbody,)), row[0]
                 )
             )
-            state = PhysicsState(row, pos, vel, wrench)
+            doc = control_io.read(eg, index, count)
+            if doc is None:
+                expected.not_exact.extend(_older_control(sim, version))
 
             def apply(handler: Simulation, env_id: int) -> None:
-                handler.restore(env_id, state)
+                handler.restore(env_id, PhysicsState(row))  # control: on the restored state
+                c = handler.fresh_control(env_id)
+                if doc is not None:
+                    configured = c
+                    c = control_io.decode(doc, handler, env_id, c)
+                    if not _same_gains(c, configured) and _GAINS_DIFFER not in warnings:
+                        warnings.append(_GAINS_DIFFER)
+                c.pos[:], c.vel[:] = pos, vel
+                if wrench is not None:
+                    c.wrench_until[:] = wrench
+                c.refresh()
+                handler.restore(env_id, PhysicsState(row, c))
+                expected.control = c
 
             return Plan(self.name, count, i, apply, expected, warnings, settled=True)
         tree = subgroup(eg, "state")
@@ -192,13 +211,45 @@ class IntegrationStateStrategy:
             for name, r in file_state.get("robots", {}).items()
         }
 
+        expected.not_exact.extend(_older_control(sim, version))
+
         def apply_v1(handler: Simulation, env_id: int) -> None:
+            handler.restore(env_id, PhysicsState(row))  # control: on the restored state
+            handler.restore(env_id, PhysicsState(row, handler.fresh_control(env_id)))
             if targets:
                 set_states_or_mismatch(handler, {"robots": targets}, env_id)
             # after: ctrl exactly as saved
             handler.restore(env_id, PhysicsState(row))
 
         return Plan(self.name, count, i, apply_v1, expected, warnings)
+
+
+#: Said when a file's gains or law are not what the node's parameters configure.
+_GAINS_DIFFER = (
+    "the file's PD gains or law differ from the kp / kd / actuation parameters: the file's "
+    "are in force for this env until the parameters are set again or the env is reset"
+)
+
+
+def _same_gains(a: ControlState, b: ControlState) -> bool:
+    return a.law == b.law and a.kp.tobytes() == b.kp.tobytes() and a.kd.tobytes() == b.kd.tobytes()
+
+
+def _older_control(sim: Simulation, version: int) -> list[str]:
+    """What a state without its control state (a file of format 1 or 2, or trajectory rows
+    saved as bare integration states) cannot hold, when this scene has joints that take
+    targets (else nothing is missing)."""
+    if sim.control_layout.empty:
+        return []
+    why = (
+        f"file written before command modes were stored (format version {version})"
+        if version < FORMAT_VERSION
+        else "the file's rows were saved without their control state (integration states only)"
+    )
+    return [
+        f"{why}: joints return to position mode holding the file's targets; efforts, "
+        "ball-joint targets, gains, running trajectories and the controller clock are not in it"
+    ]
 
 
 def _step_dataset(
@@ -449,11 +500,12 @@ def _fit_request(
 
 def _expect_joints(model: mujoco.MjModel, request: Mapping[str, Any], exp: Expected) -> None:
     """Joint values the request sets, by current-model joint id."""
+    names = element_names(model).joint
     for group in request.values():
         for mstate in group.values():
             for key, target in (("dof_pos", exp.qpos), ("dof_vel", exp.qvel)):
                 for jname, v in mstate.get(key, {}).items():
-                    target[model.joint(jname).id] = np.atleast_1d(np.asarray(v, dtype=np.float64))
+                    target[names.id(jname)] = np.atleast_1d(np.asarray(v, dtype=np.float64))
 
 
 def _expect_bodies(
@@ -461,10 +513,11 @@ def _expect_bodies(
 ) -> list[str]:
     """Body poses and velocities the file holds, for bodies this model has; the others listed."""
     missing: list[str] = []
+    names = element_names(model).body
     for group in ("objects", "robots"):
         for mstate in file_state.get(group, {}).values():
             for bname, b in mstate.get("body", {}).items():
-                bid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, bname)
+                bid = names.id(bname)
                 if bid < 0:
                     missing.append(f"file body '{bname}': not in this scene")
                     continue

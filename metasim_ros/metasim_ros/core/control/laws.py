@@ -1,6 +1,6 @@
 # Copyright 2026 metasim_ros developers
 # SPDX-License-Identifier: Apache-2.0
-"""Actuation laws run before every physics step: PD and stable PD for motor-driven
+"""Control laws run before every physics step: PD and stable PD for motor-driven
 joints, and the advancing position target of a position servo in velocity mode.
 
 PD: force = kp*(p* - q) + kd*(v* - qdot), explicit: it diverges once kp*dt^2 or kd*dt
@@ -24,8 +24,9 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
+from metasim_ros.core.control.drives import EFFORT, POSITION, VELOCITY, ControlLayout
+from metasim_ros.core.control.record import ControlState
 from metasim_ros.core.errors import ConfigurationError
-from metasim_ros.core.state.targets import EFFORT, POSITION, VELOCITY, JointTargets
 
 #: Values of the node's `actuation` parameter.
 LAWS = ("pd", "stable_pd")
@@ -33,12 +34,23 @@ LAWS = ("pd", "stable_pd")
 Gains = float | Mapping[str, float]
 
 
+def check_law(law: str) -> None:
+    """Refuse a law that is not one of LAWS (named as the node's parameter)."""
+    if law not in LAWS:
+        raise ConfigurationError(f"actuation: {law!r} is not one of {', '.join(LAWS)}")
+
+
 def parse_gains(entries: Sequence[str], what: str) -> dict[str, float]:
     """Gain entries as a parameter holds them: "100" (every motor joint) and/or
     "joint=value" -> {"*": 100.0, "joint": value}."""
     gains: dict[str, float] = {}
     for entry in entries:
-        name, _, value = entry.rpartition("=")
+        name, equals, value = entry.rpartition("=")
+        if equals and not name.strip():
+            raise ConfigurationError(
+                f"{what}: {entry!r} names no joint (joint=number; a bare number is every "
+                "motor joint's)"
+            )
         name = name.strip() or "*"
         try:
             number = float(value)
@@ -54,7 +66,7 @@ def parse_gains(entries: Sequence[str], what: str) -> dict[str, float]:
     return gains
 
 
-def _per_joint(
+def per_joint_gains(
     gains: Gains, names: Sequence[str], known: Sequence[str], what: str, strict: bool
 ) -> np.ndarray:
     """One gain per motor joint from a value or {joint: value, "*": default}; not strict:
@@ -77,15 +89,16 @@ def _per_joint(
 
 @dataclass
 class _Plan:
-    """What the laws of one env need for its current joint modes (index arrays, gains,
-    buffers), so a step does no mask or index work."""
+    """What the laws of one env need for its current joint modes and gains (index arrays,
+    gains, buffers), so a step does no mask or index work."""
 
-    version: int  # JointTargets.mode_version it was built for
+    version: int  # Controls.version it was built for
     servos: np.ndarray  # servos in velocity mode (their target advances)
     servo_act: np.ndarray
     lo: np.ndarray
     hi: np.ndarray
     idle: bool  # no motor law runs
+    stable: bool  # stable PD (else plain PD)
     cols: np.ndarray  # motor joints under a law (target columns)
     q: np.ndarray
     dofs: np.ndarray  # their dofs, then every driven ball joint's
@@ -103,74 +116,54 @@ class _Plan:
     z: np.ndarray
 
 
-class Actuation:
-    """The per-step laws of one handler's robot joints."""
+class Laws:
+    """The per-step laws of one model's robot joints, run on an env's control state."""
 
-    def __init__(
-        self,
-        model: mujoco.MjModel,
-        targets: JointTargets,
-        robot_joints: Sequence[str],
-        kp: Gains,
-        kd: Gains,
-        law: str = "pd",
-        *,
-        strict: bool = True,
-    ) -> None:
-        """kp, kd: one value for every motor joint, or {joint: value, "*": default}.
-        strict: a gain for a joint that is not a motor joint of the robots is refused
-        (at start-up); not strict, it is left out (after a spawn, delete or new world,
-        the configured gains apply to the joints that are there)."""
-        if law not in LAWS:
-            raise ConfigurationError(f"actuation: {law!r} is not one of {', '.join(LAWS)}")
+    def __init__(self, model: mujoco.MjModel, layout: ControlLayout) -> None:
         self._model = model
-        self._t = targets
-        self.law = law
+        self._lay = layout
         self.dt = float(model.opt.timestep)
-        i = targets.motor_idx
-        balls = targets.balls
-        names = [targets.names[k] for k in i] + balls.names
-        kp_all = _per_joint(kp, names, robot_joints, "kp", strict)
-        kd_all = _per_joint(kd, names, robot_joints, "kd", strict)
-        self.kp, self.kd = kp_all[: len(i)], kd_all[: len(i)]
-        self._ball_kp = np.repeat(kp_all[len(i) :], 3)  # per ball dof
-        self._ball_kd = np.repeat(kd_all[len(i) :], 3)
+        balls = layout.balls
+        i = layout.motor_idx
         self._ball_dofs = np.array(
             [d for s in balls.dadr for d in range(s.start, s.stop)], dtype=np.intp
         )
-        self._motor_act = targets.act[i]
-        self._motor_q = targets.qadr[i]
-        self._motor_dof = targets.dadr[i]
-        self._motor_scale = targets.motor_scale[i]
+        self._motor_act = layout.act[i]
+        self._motor_q = layout.qadr[i]
+        self._motor_dof = layout.dadr[i]
+        self._motor_scale = layout.motor_scale[i]
+        self._driven = bool(len(self._motor_act) > 0 or balls.names)
         self._f = np.empty((1, model.nv))
         self._y = np.empty((1, model.nv))
         self._plans: dict[int, _Plan] = {}
-        self._stable_law = law == "stable_pd"
-        #: Stable PD needs the current state's mass matrix: step as mj_step1, law, mj_step2.
-        self.split = self._stable_law and bool(len(self._motor_act) > 0 or targets.balls.names)
 
-    def busy(self, env: int) -> bool:
-        """Whether anything must run before each step of `env` (cheap: called per batch)."""
-        return self._t.stepping[env]
+    def split(self, state: ControlState) -> bool:
+        """Stable PD needs the current state's mass matrix: step as mj_step1, law,
+        mj_step2 (bitwise mj_step's integration)."""
+        return state.law == "stable_pd" and self._driven
 
-    def apply(self, env: int, data: mujoco.MjData) -> None:
-        """Write the ctrl the laws give for the coming step of `env`."""
-        t, p = self._t, self._plan(env)
+    def apply(self, env: int, version: int, data: mujoco.MjData, c: ControlState) -> None:
+        """Write the ctrl the laws give for the coming step of `env` (control state `c`,
+        at `version` of Controls.version)."""
+        p = self._plans.get(env)
+        if p is None or p.version != version:
+            p = self._plans[env] = self._plan(version, c)
+        lay = self._lay
         if p.servos.size:
             sv = p.servos
-            t.pos[env, sv] = np.clip(t.pos[env, sv] + self.dt * t.vel[env, sv], p.lo, p.hi)
-            data.ctrl[p.servo_act] = t.servo_ctrl(env, sv)
+            c.pos[sv] = np.clip(c.pos[sv] + self.dt * c.vel[sv], p.lo, p.hi)
+            data.ctrl[p.servo_act] = lay.servo_ctrl(sv, c.pos, c.vel)
         if p.idle:
             return
-        stable, dt, n = self._stable_law, self.dt, p.cols.size
+        stable, dt, n = p.stable, self.dt, p.cols.size
         q, qd = data.qpos[p.q], data.qvel[p.dofs[:n]]
         pos_err, vel_err = p.pos_err, p.vel_err
-        np.subtract(t.pos[env, p.cols], q + dt * qd if stable else q, out=pos_err[:n])
-        np.subtract(t.vel[env, p.cols], qd, out=vel_err[:n])
-        balls = t.balls
+        np.subtract(c.pos[p.cols], q + dt * qd if stable else q, out=pos_err[:n])
+        np.subtract(c.vel[p.cols], qd, out=vel_err[:n])
+        balls = lay.balls
         if balls.names:
-            self._ball_errors(env, data, stable, pos_err[n:])
-            np.subtract(balls.vel[env].ravel(), data.qvel[self._ball_dofs], out=vel_err[n:])
+            self._ball_errors(data, c, stable, pos_err[n:])
+            np.subtract(c.ball_vel.ravel(), data.qvel[self._ball_dofs], out=vel_err[n:])
         force = p.kp * pos_err + p.kd * vel_err
         if stable:
             self._stable(data, force, p)
@@ -178,35 +171,33 @@ class Actuation:
         for b, acts in enumerate(balls.act):
             data.ctrl[acts] = balls.torque_to_ctrl[b] @ force[n + 3 * b : n + 3 * b + 3]
 
-    def _plan(self, env: int) -> _Plan:
-        """The index arrays and gains of `env`'s joint modes, rebuilt when they change."""
-        version = self._t.mode_version[env]
-        cached = self._plans.get(env)
-        if cached is not None and cached.version == version:
-            return cached
-        t = self._t
-        servos = t.servo_idx[t.mode[env, t.servo_idx] == VELOCITY]
-        i = t.motor_idx
-        on = t.mode[env, i] != EFFORT
-        kp = np.where(t.mode[env, i] == POSITION, self.kp, 0.0)[on]
+    def _plan(self, version: int, c: ControlState) -> _Plan:
+        """The index arrays and gains of an env's joint modes and gains."""
+        lay = self._lay
+        servos = lay.servo_idx[c.mode[lay.servo_idx] == VELOCITY]
+        i = lay.motor_idx
+        nm = i.size
+        on = c.mode[i] != EFFORT
+        kp = np.where(c.mode[i] == POSITION, c.kp[:nm], 0.0)[on]
         dofs = np.concatenate([self._motor_dof[on], self._ball_dofs]).astype(np.intp)
-        kd = np.concatenate([self.kd[on], self._ball_kd])
+        kd = np.concatenate([c.kd[:nm][on], np.repeat(c.kd[nm:], 3)])
         damped = kd > 0
         sel = dofs[damped]
-        lo, hi = t.range
-        plan = _Plan(
+        lo, hi = lay.range
+        return _Plan(
             version=version,
             servos=servos,
-            servo_act=t.act[servos],
+            servo_act=lay.act[servos],
             lo=lo[servos],
             hi=hi[servos],
-            idle=not on.any() and not t.balls.names,
+            idle=not on.any() and not lay.balls.names,
+            stable=c.law == "stable_pd",
             cols=i[on],
             q=self._motor_q[on],
             dofs=dofs,
             act=self._motor_act[on],
             scale=self._motor_scale[on],
-            kp=np.concatenate([kp, self._ball_kp]),
+            kp=np.concatenate([kp, np.repeat(c.kp[nm:], 3)]),
             kd=kd,
             pos_err=np.empty(dofs.size),
             vel_err=np.empty(dofs.size),
@@ -217,20 +208,20 @@ class Actuation:
             unit=np.eye(self._model.nv)[sel],
             z=np.empty((sel.size, self._model.nv)),
         )
-        self._plans[env] = plan
-        return plan
 
-    def _ball_errors(self, env: int, data: mujoco.MjData, stable: bool, err: np.ndarray) -> None:
+    def _ball_errors(
+        self, data: mujoco.MjData, c: ControlState, stable: bool, err: np.ndarray
+    ) -> None:
         """Rotation errors target - current (mju_subQuat, in the joint's child frame) of
         every driven ball joint, into `err` (3 per joint); stable PD takes the orientation
         one step ahead."""
-        balls = self._t.balls
+        balls = self._lay.balls
         for b, (qs, ds) in enumerate(zip(balls.qadr, balls.dadr)):
             quat = data.qpos[qs]
             if stable:
                 quat = quat.copy()
                 mujoco.mju_quatIntegrate(quat, data.qvel[ds], self.dt)
-            mujoco.mju_subQuat(err[3 * b : 3 * b + 3], balls.pos[env, b], quat)
+            mujoco.mju_subQuat(err[3 * b : 3 * b + 3], c.ball_pos[b], quat)
 
     def _stable(self, data: mujoco.MjData, force: np.ndarray, p: _Plan) -> None:
         """Subtract kd*dt*qacc from the PD forces (in place), qacc solved with the mass

@@ -26,17 +26,19 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from metasim_ros.core.errors import StateValidationError
-from metasim_ros.core.state.schema import MAX_ABS_VALUE
-from metasim_ros.core.state.targets import (
+from metasim_ros.core.control.drives import (
     EFFORT,
+    MODE_NAMES,
     MOTOR,
     POSITION,
     SERVO,
     VELOCITY,
     VELOCITY_ACTUATOR,
-    JointTargets,
+    ControlLayout,
 )
+from metasim_ros.core.control.state import Controls
+from metasim_ros.core.errors import StateValidationError
+from metasim_ros.core.values import MAX_ABS_VALUE
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,6 @@ _TAKES = {
     MOTOR: (POSITION, VELOCITY, EFFORT),
     None: (EFFORT,),
 }
-_MODE_NAMES = {POSITION: "position", VELOCITY: "velocity", EFFORT: "effort"}
 
 
 def _mode(key: str, c: JointCommand) -> int:
@@ -84,45 +85,46 @@ class CommandPlan:
     applied: dict[int, float]
 
 
-def plan_commands(targets: JointTargets, commands: Mapping[str, JointCommand]) -> CommandPlan:
+def plan_commands(layout: ControlLayout, commands: Mapping[str, JointCommand]) -> CommandPlan:
     """Check every command against the joint's driver; nothing is written."""
     plan = CommandPlan({}, {})
     for name, c in commands.items():
         key = f"joint_command.{name}"
-        i = targets.index.get(name)
-        if i is None and name not in targets.unactuated:
+        i = layout.index.get(name)
+        if i is None and name not in layout.unactuated:
             raise StateValidationError(key, "unknown robot joint (or one no command can drive)")
         mode = _mode(key, c)
-        kind = targets.kinds[i] if i is not None else None
+        kind = layout.kinds[i] if i is not None else None
         if mode not in _TAKES[kind]:
-            takes = " or ".join(_MODE_NAMES[m] for m in _TAKES[kind])
+            takes = " or ".join(MODE_NAMES[m] for m in _TAKES[kind])
             raise StateValidationError(
                 key,
-                f"{_MODE_NAMES[mode]} command refused: the joint is driven by "
+                f"{MODE_NAMES[mode]} command refused: the joint is driven by "
                 f"{'a ' + kind if kind else 'no actuator'}, which takes {takes}",
             )
         if i is None:
-            plan.applied[targets.unactuated[name]] = float(c.effort)
+            plan.applied[layout.unactuated[name]] = float(c.effort)
         else:
             plan.targets[i] = (mode, c)
     return plan
 
 
-def apply_commands(targets: JointTargets, env: int, data: mujoco.MjData, plan: CommandPlan) -> None:
-    """Write a validated plan into one env's targets, ctrl and qfrc_applied."""
-    for i, (mode, c) in plan.targets.items():
+def apply_commands(controls: Controls, env: int, data: mujoco.MjData, plan: CommandPlan) -> None:
+    """Write a validated plan into one env's control state, ctrl and qfrc_applied."""
+    c, qadr = controls.envs[env], controls.layout.qadr
+    for i, (mode, cmd) in plan.targets.items():
         if mode == POSITION:
-            targets.pos[env, i] = c.position
-            targets.vel[env, i] = 0.0 if c.velocity is None else c.velocity
+            c.pos[i] = cmd.position
+            c.vel[i] = 0.0 if cmd.velocity is None else cmd.velocity
         elif mode == VELOCITY:
-            if targets.mode[env, i] != VELOCITY:  # a servo's moving target starts here
-                targets.pos[env, i] = data.qpos[targets.qadr[i]]
-            targets.vel[env, i] = c.velocity
+            if c.mode[i] != VELOCITY:  # a servo's moving target starts here
+                c.pos[i] = data.qpos[qadr[i]]
+            c.vel[i] = cmd.velocity
         else:
-            targets.effort[env, i] = c.effort
-        targets.mode[env, i] = mode
-    targets.modes_changed(env)
+            c.effort[i] = cmd.effort
+        c.mode[i] = mode
+    controls.changed(env)
     if plan.targets:
-        targets.write_ctrl(env, data, np.fromiter(plan.targets, dtype=np.intp))
+        controls.write_ctrl(env, data, np.fromiter(plan.targets, dtype=np.intp))
     for dof, effort in plan.applied.items():
         data.qfrc_applied[dof] = effort

@@ -4,8 +4,8 @@
 
 The wrench itself lives in MjData (xfrc_applied is part of mjSTATE_INTEGRATION, so a
 capture holds it); what MuJoCo has no place for is when it ends. That is one sim time
-per body and env (`until`, +inf = until cleared), kept here and captured alongside the
-integration state. Absolute sim times, not remaining durations: time is itself part of
+per body and env (`ControlState.wrench_until`, +inf = until cleared), part of the env's
+control state. Absolute sim times, not remaining durations: time is itself part of
 the integration state, so a restored env finds its wrenches ending exactly when they
 would have.
 
@@ -22,9 +22,11 @@ import math
 import mujoco
 import numpy as np
 
+from metasim_ros.core.control.record import ControlState
 from metasim_ros.core.errors import RequestError
-from metasim_ros.core.state.schema import as_array
+from metasim_ros.core.scene.names import element_names
 from metasim_ros.core.text import shown
+from metasim_ros.core.values import as_array
 
 
 class WrenchError(RequestError):
@@ -32,17 +34,16 @@ class WrenchError(RequestError):
 
 
 class AppliedWrenches:
-    """End times of the wrenches applied to each env's bodies."""
+    """Applies wrenches and ends them on time, on an env's MjData and control state."""
 
-    def __init__(self, model: mujoco.MjModel, num_envs: int) -> None:
+    def __init__(self, model: mujoco.MjModel) -> None:
         self._model = model
         self._dt = float(model.opt.timestep)
-        self.until = np.full((num_envs, model.nbody), np.inf)
-        self._next = [math.inf] * num_envs  # earliest end per env: the cheap test per step
 
     def apply(
         self,
         env_id: int,
+        c: ControlState,
         data: mujoco.MjData,
         body: str,
         force: object,
@@ -54,7 +55,7 @@ class AppliedWrenches:
         (0 = until cleared). `data` must be synced (xipos is read). Validates everything
         before writing; returns a one-line description."""
         m = self._model
-        b = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, body)
+        b = element_names(m).body.id(body)
         if b < 0:
             raise WrenchError(f"body '{shown(body)}': no such body")
         if m.body_weldid[b] == 0:
@@ -77,63 +78,36 @@ class AppliedWrenches:
             )
         data.xfrc_applied[b, :3] = f
         data.xfrc_applied[b, 3:] = t + np.cross(p - data.xipos[b], f)
-        self.until[env_id, b] = math.inf if duration == 0 else data.time + duration
-        self._next[env_id] = float(self.until[env_id].min())
+        c.wrench_until[b] = math.inf if duration == 0 else data.time + duration
+        c.refresh()
         span = "until cleared" if duration == 0 else f"for {steps} step(s)"
         return f"wrench on {body} (env {env_id}) {span}"
 
-    def clear(self, env_id: int, data: mujoco.MjData) -> None:
+    @staticmethod
+    def clear(c: ControlState, data: mujoco.MjData) -> None:
         """Remove every applied wrench of one env."""
         data.xfrc_applied[:] = 0.0
-        self.until[env_id] = np.inf
-        self._next[env_id] = math.inf
+        c.wrench_until[:] = np.inf
+        c.refresh()
 
-    def steps_before_end(self, env_id: int, time: float, n: int) -> int:
+    def steps_before_end(self, c: ControlState, time: float, n: int) -> int:
         """How many of the next `n` steps (from sim `time`) run before a wrench ends; at
         least one after `expire` (which removed those ending within half a step)."""
-        end = self._next[env_id]
+        end = c.wrench_next
         if end == math.inf:
             return n
         return min(n, max(1, math.ceil((end - time) / self._dt - 0.5)))
 
-    def expire(self, env_id: int, data: mujoco.MjData) -> None:
+    def expire(self, c: ControlState, data: mujoco.MjData) -> None:
         """Remove the wrenches whose time is up at the env's current sim time."""
-        if self._next[env_id] == math.inf:
+        if c.wrench_next == math.inf:
             return
-        until = self.until[env_id]
+        until = c.wrench_until
         done = until <= data.time + 0.5 * self._dt
         if done.any():
             data.xfrc_applied[done] = 0.0
             until[done] = np.inf
-            self._next[env_id] = float(until.min())
-
-    def get(self, env_id: int) -> np.ndarray:
-        """The end times of one env (a copy; what a capture holds)."""
-        return self.until[env_id].copy()
-
-    def put(self, env_id: int, until: np.ndarray | None) -> None:
-        """Put end times back (None: none end; the wrenches in xfrc_applied stay)."""
-        self.until[env_id] = np.inf if until is None else until
-        self._next[env_id] = float(self.until[env_id].min())
-
-    def ends_by_body(self) -> dict[str, np.ndarray]:
-        """Per-env end times of the named bodies with a wrench that ends, by body name
-        (copies): what a model edit must carry over (MuJoCo carries xfrc_applied)."""
-        m = self._model
-        out = {}
-        for b in np.flatnonzero(np.isfinite(self.until).any(axis=0)):
-            name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, int(b))
-            if name:  # wrenches are applied by body name: an unnamed body holds none
-                out[name] = self.until[:, b].copy()
-        return out
-
-    def carry_over(self, ends: dict[str, np.ndarray]) -> None:
-        """After a model edit: the end times of `ends_by_body` for the bodies still there."""
-        for name, until in ends.items():
-            b = mujoco.mj_name2id(self._model, mujoco.mjtObj.mjOBJ_BODY, name)
-            if b >= 0:
-                self.until[:, b] = until
-        self._next = [float(row.min()) for row in self.until]
+            c.refresh()
 
 
 def remaining_durations(until: np.ndarray, time: float) -> np.ndarray:

@@ -80,10 +80,12 @@ class Spline:
         """start: sim time of time_from_start 0; state: (position, velocity,
         acceleration) of the joints at `start`."""
         self.start = float(start)
+        #: the state it started from (what a snapshot stores to make the same spline again)
+        self.state = tuple(np.array(x, dtype=np.float64) for x in state)
         self.times = np.concatenate([[0.0], points.times])  # segment k ends at times[k+1]
         self.end = self.start + float(self.times[-1])
         pv, va = points.velocities, points.accelerations
-        p_prev, v_prev, a_prev = (np.asarray(x, dtype=np.float64) for x in state)
+        p_prev, v_prev, a_prev = self.state
         coeffs = []
         for k in range(len(points.times)):
             v1 = None if pv is None else pv[k]
@@ -123,6 +125,11 @@ class Spline:
         if after.any():  # held at rest after the end
             p[after], v[after], a[after] = self._final
         return p, v, a
+
+    def same_as(self, other: Spline) -> bool:
+        """The same start and coefficients, bit for bit."""
+        c, d = self._c, other._c
+        return self.start == other.start and c.shape == d.shape and c.tobytes() == d.tobytes()
 
     def segment(self, t: float) -> int:
         """Index of the waypoint being approached at sim time t (len(points) after the end)."""

@@ -1,0 +1,163 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
+"""Episodes: what recording costs the node's physics rate, how many MB a simulated minute
+takes per stream, and how fast a replay runs against raw mj_step.
+
+Prints ratios measured in one run (this machine's absolute numbers mean little).
+Run with `make bench` (or inside `. tools/env.sh`).
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import mujoco  # noqa: E402
+import rclpy  # noqa: E402
+from bench_node import (  # noqa: I001 - first: it sets the ROS domain
+    Probe,
+    _set_parameters,
+    raw_steps_per_second,
+    start_node,
+    stop_node,
+)
+from metasim_msgs.srv import GetStates, StartRecording  # noqa: E402
+from rcl_interfaces.srv import SetParameters  # noqa: E402
+from rosbags.rosbag2 import Reader  # noqa: E402
+from sensor_msgs.msg import Image, JointState  # noqa: E402
+from std_srvs.srv import Trigger  # noqa: E402
+from tf2_msgs.msg import TFMessage  # noqa: E402
+
+from metasim_ros.core import MujocoHandler  # noqa: E402
+from metasim_ros.core.recording.offline import episode_info, verify_episode  # noqa: E402
+from metasim_ros.core.recording.session import Recording  # noqa: E402
+from metasim_ros.scenes import default_scene_path  # noqa: E402
+
+#: joint states at 50 Hz, TF at 30 Hz, one 640x480 camera at 15 fps (the node's defaults)
+TOPICS = ["/joint_states", "/tf", "/sim_node/camera0/image_raw"]
+ROUNDS = 4
+
+
+def _subscribe(probe: Probe) -> None:
+    """Read the recorded topics, as a user's tools would (they go out only while read)."""
+    for msg_type, topic in zip((JointState, TFMessage, Image), TOPICS):
+        probe.node.create_subscription(msg_type, topic, lambda _m: None, 10)
+
+
+def _record(probe: Probe, folder: str, timestep: float):
+    """Record TOPICS into `folder` while the sim rate is measured; (steps/s, stop's reply)."""
+    start = probe.node.create_client(StartRecording, "/sim_node/start_recording")
+    stop = probe.node.create_client(Trigger, "/sim_node/stop_recording")
+    probe.wait_service(start)
+    res = probe.call(start, StartRecording.Request(folder=folder, topics=TOPICS))
+    assert res.success, res.message
+    rate = probe.sim_rate(timestep)
+    res = probe.call(stop, Trigger.Request(), timeout=60.0)
+    assert res.success, res.message
+    return rate, res.message
+
+
+def overhead(root: Path, timestep: float) -> None:
+    """Physics rate recording vs not recording, alternating in one node (rtf 0), with the
+    state kept every step, every 10th and every 100th (record_every)."""
+    rclpy.init()
+    probe = Probe()
+    node = start_node(real_time_factor=0.0, recordings_dir=str(root))
+    try:
+        probe.wait_service(probe.node.create_client(GetStates, "/sim_node/get_states"))
+        params = probe.node.create_client(SetParameters, "/sim_node/set_parameters")
+        probe.wait_service(params)
+        _subscribe(probe)
+        probe.spin_for(3.0)  # renderer start-up
+        print(f"physics while recording {', '.join(TOPICS)} (rtf 0, alternating in one run):")
+        for every in (1, 10, 100):
+            _set_parameters(probe, params, record_every=every)
+            off = on = 0.0
+            for i in range(ROUNDS):
+                off += probe.sim_rate(timestep)
+                rate, text = _record(probe, f"overhead_{every}_{i}", timestep)
+                on += rate
+            print(
+                f"  state every {every} step(s): {on / ROUNDS:,.0f} steps/s = {on / off:.3f} "
+                f"of the rate without recording ({off / ROUNDS:,.0f} steps/s; target >= 0.95)"
+            )
+            print(f"    last: {text}")
+    finally:
+        stop_node(node)
+        rclpy.try_shutdown()
+
+
+def sizes(root: Path, timestep: float) -> None:
+    """MB per simulated minute per stream, recorded at real-time factor 1 (and the sim
+    rate meanwhile, against real time)."""
+    rclpy.init()
+    probe = Probe()
+    node = start_node(real_time_factor=1.0, recordings_dir=str(root))
+    try:
+        probe.wait_service(probe.node.create_client(GetStates, "/sim_node/get_states"))
+        _subscribe(probe)
+        probe.spin_for(3.0)
+        rate, text = _record(probe, "sizes", timestep)
+    finally:
+        stop_node(node)
+        rclpy.try_shutdown()
+    ep = root / "sizes"
+    seconds = episode_info(ep)["sim_seconds"]
+    minutes = seconds / 60
+    with Reader(ep / "bag") as bag:
+        raw: dict[str, int] = defaultdict(int)
+        for c, _, data in bag.messages():
+            raw[c.topic] += len(data)
+    bag_bytes = sum(p.stat().st_size for p in (ep / "bag").glob("*.mcap"))
+    print(
+        f"recording at rtf 1: physics at {rate * timestep:.3f} of real time; MB per simulated "
+        f"minute ({seconds:.1f} s recorded; {text}):"
+    )
+    for topic in TOPICS:
+        print(f"  {topic}: {raw[topic] / 1e6 / minutes:,.1f} MB (CDR as received)")
+    print(
+        f"  bag files (zstd chunks, all topics): {bag_bytes / 1e6 / minutes:,.1f} MB; "
+        f"state stream states.h5 (every step, compressed): "
+        f"{(ep / 'states.h5').stat().st_size / 1e6 / minutes:,.1f} MB"
+    )
+
+
+def replay_speed(root: Path, steps: int = 5000) -> None:
+    """A headless replay (every row compared bit for bit) against raw mj_step."""
+    h = MujocoHandler()
+    folder = root / "replay"
+    folder.mkdir()
+    rec = Recording(folder, h, [])
+    for _ in range(steps // 100):
+        rec.advance(h, 100)
+    rec.finish_under_lock(h)
+    rec.close()
+    t0 = time.perf_counter()
+    replay = verify_episode(folder)
+    took = time.perf_counter() - t0
+    assert replay.divergence is None and replay.compared == steps
+    raw = raw_steps_per_second(2.0)
+    print(
+        f"headless replay of {steps} steps, every row compared bit for bit: "
+        f"{steps / took:,.0f} steps/s = {steps / took / raw:.2f} of raw mj_step "
+        f"({raw:,.0f} steps/s; start-up included)"
+    )
+
+
+def main() -> None:
+    timestep = mujoco.MjModel.from_xml_path(default_scene_path()).opt.timestep
+    with tempfile.TemporaryDirectory(prefix="bench_recording_") as tmp:
+        root = Path(tmp)
+        if sys.argv[1:] in ([], ["overhead"]):
+            overhead(root / "overhead", timestep)
+        if sys.argv[1:] in ([], ["sizes"]):
+            sizes(root / "sizes", timestep)
+        if sys.argv[1:] in ([], ["replay"]):
+            replay_speed(root)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,281 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
+"""One episode being recorded: the state stream and the bag, written off the physics thread.
+
+The physics thread only captures states (a few microseconds per env) and queues them; the
+topic taps only queue the bytes they received. One writer thread drains the queue into
+the journal and the bag. The queue is bounded in bytes: when the disk falls behind, rows
+and messages that do not fit are dropped and counted (``status`` says how many), so
+physics never waits for the disk. Changes are never dropped: a replay needs every one.
+A write error (a full disk) ends the recording: nothing more is queued, physics goes
+on, and ``status`` names the error.
+
+As a physics-loop observer (`advance`, called under the simulation lock with the steps
+to take), the recording steps in runs that end at every `every`-th step, captures a row
+there, and compares the state at the start of every batch with the last one captured:
+anything that changed it in between (every command, set_states, goal, wrench, load,
+reset) is queued as a CHANGE checkpoint with the state it produced.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from metasim_ros.core.errors import SnapshotError
+from metasim_ros.core.paths import os_problem
+from metasim_ros.core.recording.bag import BagWriter, TopicSpec
+from metasim_ros.core.recording.episode import BAG, JOURNAL, STATES
+from metasim_ros.core.recording.stream import (
+    CHANGE,
+    ROW,
+    Checkpoint,
+    ModelFacts,
+    StreamWriter,
+    describe_change,
+    read_journal,
+    same_state,
+    write_states,
+)
+from metasim_ros.core.sim.handler import MujocoHandler, PhysicsState
+
+#: Default bound of the queue between the recording's producers and its writer (bytes).
+DEFAULT_QUEUE_BYTES = 256 * 1024 * 1024
+_END = object()
+
+
+class _Queue:
+    """A FIFO bounded in bytes; items that must not be lost may exceed the bound."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._items: deque[tuple[Any, int]] = deque()
+        self._bytes = 0
+        self._cond = threading.Condition()
+
+    def put(self, item: Any, size: int, droppable: bool = True) -> bool:
+        with self._cond:
+            if droppable and self._bytes + size > self.max_bytes:
+                return False
+            self._items.append((item, size))
+            self._bytes += size
+            self._cond.notify()
+            return True
+
+    def get(self, timeout: float) -> Any:
+        with self._cond:
+            if not self._items and not self._cond.wait(timeout):
+                return None
+            if not self._items:
+                return None
+            item, size = self._items.popleft()
+            self._bytes -= size
+            return item
+
+
+@dataclass
+class Summary:
+    """How a recording ended."""
+
+    folder: Path
+    steps: int
+    rows: int
+    changes: int
+    messages: int
+    dropped_rows: int
+    dropped_messages: int
+    error: str | None
+    closed: bool  # states.h5 written and the bag closed
+
+    def text(self) -> str:
+        """One paragraph for a service reply."""
+        lost = ""
+        if self.dropped_rows or self.dropped_messages:
+            lost = (
+                f"; dropped (the disk fell behind): {self.dropped_rows} row(s), "
+                f"{self.dropped_messages} message(s)"
+            )
+        head = f"episode {self.folder.name}: {self.steps} step(s), {self.rows} row(s), "
+        head += f"{self.changes} change(s), {self.messages} message(s){lost}"
+        if self.error:
+            return f"{head}; recording failed: {self.error}"
+        return head + ("" if self.closed else "; not closed")
+
+
+class Recording:
+    """An episode being recorded into `folder` (new, empty)."""
+
+    def __init__(
+        self,
+        folder: Path,
+        h: MujocoHandler,
+        topics: list[TopicSpec],
+        every: int = 1,
+        queue_bytes: int = DEFAULT_QUEUE_BYTES,
+        bag_reserve: int | None = None,
+    ) -> None:
+        """Call with the simulation held: the first state is captured here."""
+        if every < 1:
+            raise SnapshotError(f"record_every must be >= 1, got {every}")
+        self.folder = folder
+        self.every = every
+        self.facts = ModelFacts.of(h)
+        self._version = h.model_version
+        self._queue = _Queue(queue_bytes)
+        self.step = 0
+        self.dropped_rows = 0
+        self.dropped = [0] * len(topics)
+        self.error: str | None = None
+        self.ended: str | None = None  # why it stopped recording before a stop
+        self._row_bytes = 0
+        try:
+            self._stream = StreamWriter(folder / JOURNAL, self.facts, every)
+            kwargs = {} if bag_reserve is None else {"reserve": bag_reserve}
+            self._bag = BagWriter(folder / BAG, topics, **kwargs)
+        except OSError as exc:
+            raise SnapshotError(f"cannot start recording in {folder}: {os_problem(exc)}") from None
+        self._last = self._capture(h)
+        self._stream.write(Checkpoint(0, ROW, self._last))
+        self._thread = threading.Thread(target=self._write, name="recording", daemon=True)
+        self._thread.start()
+
+    # -- the physics thread (under the lock) ------------------------------------------
+    def advance(self, h: MujocoHandler, n: int) -> None:
+        """Take n steps of every env, recording rows and changes."""
+        if self.ended is not None or self.error is not None:
+            h.step(n=n)
+            return
+        if h.model_version != self._version:
+            self.ended = f"the model changed at step {self.step} (spawn, delete or a new world)"
+            self._queue.put(_END, 0, droppable=False)
+            h.step(n=n)
+            return
+        self._note_change(h)
+        left, fresh = n, False
+        while left > 0:
+            k = min(left, self.every - self.step % self.every)
+            h.step(n=k)
+            self.step += k
+            left -= k
+            fresh = self.step % self.every == 0
+            if fresh:
+                self._last = self._capture(h)
+                self._put(Checkpoint(self.step, ROW, self._last))
+        if not fresh:
+            self._last = self._capture(h)
+
+    def room(self) -> int | None:
+        """No limit on the steps a batch may take."""
+        return None
+
+    def finish_under_lock(self, h: MujocoHandler) -> None:
+        """The last checkpoint (the current state); call with the simulation held, then
+        detach the recording from the loop and call `close`."""
+        if self.ended is None and self.error is None and h.model_version == self._version:
+            if not self._note_change(h) and self.step % self.every:
+                self._put(Checkpoint(self.step, ROW, self._last), droppable=False)
+        self._queue.put(_END, 0, droppable=False)
+
+    def _note_change(self, h: MujocoHandler) -> bool:
+        now = self._capture(h)
+        if all(same_state(a, b) for a, b in zip(self._last, now)):
+            return False
+        what = set()
+        for a, b in zip(self._last, now):
+            what.update(describe_change(h.model, a, b))
+        self._last = now
+        self._put(Checkpoint(self.step, CHANGE, now, ", ".join(sorted(what))), droppable=False)
+        return True
+
+    @staticmethod
+    def _capture(h: MujocoHandler) -> list[PhysicsState]:
+        return [h.capture(e) for e in range(h.num_envs)]
+
+    def _put(self, cp: Checkpoint, droppable: bool = True) -> None:
+        if not self._row_bytes:
+            self._row_bytes = sum(s.integration.nbytes + 512 for s in cp.states)
+        if not self._queue.put(cp, self._row_bytes, droppable and cp.kind == ROW):
+            self.dropped_rows += 1
+
+    # -- topic taps (any thread) -----------------------------------------------------
+    def message(self, index: int, stamp_ns: int, data: bytes) -> None:
+        """A message of topic `index` received at sim time `stamp_ns`."""
+        if self.ended is not None or self.error is not None:
+            return
+        if not self._queue.put((index, stamp_ns, data), len(data) + 64):
+            self.dropped[index] += 1
+
+    # -- the writer thread -----------------------------------------------------------
+    def _write(self) -> None:
+        try:
+            while True:
+                item = self._queue.get(0.2)
+                if item is _END:
+                    break
+                if item is None:
+                    self._bag.commit_due()
+                elif isinstance(item, Checkpoint):
+                    self._stream.write(item)
+                else:
+                    self._bag.write(*item)
+                    self._bag.commit_due()
+        except OSError as exc:
+            self.error = f"cannot write {self.folder}: {os_problem(exc)}"
+            self._bag.abort()
+            self._stream.close()
+
+    # -- stopping --------------------------------------------------------------------
+    def close(self, timeout: float = 60.0) -> Summary:
+        """After `finish_under_lock`: wait for the writer, close the bag and the journal,
+        write states.h5 (atomically) and remove the journal."""
+        self._thread.join(timeout)
+        closed = False
+        if self.error is None:
+            try:
+                self._bag.close()
+                self._stream.end(self._info())
+                self._stream.close()
+                data = read_journal(self.folder / JOURNAL)
+                write_states(self.facts, self.folder / STATES, data, self._info())
+                (self.folder / JOURNAL).unlink()
+                closed = True
+            except OSError as exc:
+                self.error = f"cannot close {self.folder}: {os_problem(exc)}"
+        return Summary(
+            self.folder,
+            self.step,
+            self._stream.rows,
+            self._stream.changes,
+            sum(self._bag.counts),
+            self.dropped_rows,
+            sum(self.dropped),
+            self.error,
+            closed,
+        )
+
+    def _info(self) -> dict[str, Any]:
+        return {
+            "steps": self.step,
+            "every": self.every,
+            "dropped_rows": self.dropped_rows,
+            "dropped_messages": {t.name: d for t, d in zip(self._bag.topics, self.dropped) if d},
+            "ended": self.ended,
+            "topics": [t.name for t in self._bag.topics],
+        }
+
+    def status(self) -> tuple[bool, str]:
+        """(healthy, one line) for ~/status."""
+        dropped = sum(self.dropped)
+        text = (
+            f"recording {self.folder.name}: step {self.step}, {self._stream.rows} row(s), "
+            f"{self._stream.changes} change(s), {sum(self._bag.counts)} message(s) written, "
+            f"dropped {self.dropped_rows} row(s) and {dropped} message(s)"
+        )
+        if self.error:
+            return False, f"{text}; RECORDING FAILED: {self.error}"
+        if self.ended:
+            return True, f"{text}; stopped recording: {self.ended}"
+        return True, text
