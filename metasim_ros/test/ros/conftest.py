@@ -273,7 +273,7 @@ def alone(start_node):
     )
     client = Client("metasim_test_alone", context=context)
     try:
-        yield client, lambda: start_node(domain=choice.domain).wait_serving(client)
+        yield client, lambda **params: start_node(params, domain=choice.domain).wait_serving(client)
     finally:
         client.close()
         context.try_shutdown()

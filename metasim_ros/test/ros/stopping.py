@@ -40,12 +40,14 @@ class StopCheck:
     """Watches a serving node, then stops it as a user does and checks the stop promised:
     the process ends within STOP_WITHIN with exit code 0, says so in one line and prints
     no traceback, leaves the graph at once (both of its nodes), and leaves no shared-memory
-    segment of its own and no temporary file in `snapshot_dir`. Made before the node is put
-    in the state under test, so the signal follows it at once. `close` when done."""
+    segment of its own and no temporary file in `snapshot_dir` (or a folder given to
+    `watch`). Made before the node is put in the state under test, so the signal follows
+    it at once. `close` when done."""
 
     def __init__(self, node, client, shm_before: set[Path], snapshot_dir: Path | None = None):
         self.node, self.client = node, client
-        self._shm_before, self._snapshot_dir = shm_before, snapshot_dir
+        self._shm_before = shm_before
+        self._folders = [snapshot_dir] if snapshot_dir is not None else []
         # The graph as a peer of this node alone sees it: a participant of its own. The
         # session's long-lived client once kept a stopped node listed for over 30 s with
         # none of its endpoints (rmw_dds_common's graph cache re-adds a participant's
@@ -58,6 +60,10 @@ class StopCheck:
         client.spin_until(  # its one line at start (README), written as it serves
             lambda: "simulating" in node.output_so_far(), 20.0, "the node's start-up line"
         )
+
+    def watch(self, folder: Path) -> None:
+        """Check `folder` for temporary files too."""
+        self._folders.append(folder)
 
     def _seen(self) -> set[str]:
         return set(self._peer.get_node_names())
@@ -96,8 +102,8 @@ class StopCheck:
             ) from None
         self.close()  # the node mapped the peer's segment too: gone with the peer
         assert not [p for p in own if p.exists()], "shared memory left behind"
-        if self._snapshot_dir is not None:
-            assert not temp_files(self._snapshot_dir), temp_files(self._snapshot_dir)
+        for folder in self._folders:
+            assert not temp_files(folder), temp_files(folder)
         print(f"stopped {took:.3f} s after {signal.Signals(sig).name}")
         return took
 

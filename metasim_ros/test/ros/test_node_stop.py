@@ -12,14 +12,15 @@ from __future__ import annotations
 import signal
 
 import h5py
-import numpy as np
+import psutil
 import pytest
 from action_msgs.msg import GoalStatus
 from builtin_interfaces.msg import Duration
 from control_msgs.action import FollowJointTrajectory
 from metasim_msgs.msg import WorldState
-from metasim_msgs.srv import SaveSnapshot, Step
+from metasim_msgs.srv import SaveSnapshot, StartRecording, Step
 from rclpy.action import ActionClient
+from rosbags.rosbag2 import Reader
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Image, JointState
 from simulation_interfaces import action as sa
@@ -28,7 +29,9 @@ from simulation_interfaces import srv as ss
 from tf2_msgs.msg import TFMessage
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from metasim_ros.core.recording.episode import BAG, JOURNAL, STATES
 from stopping import STOP_WITHIN, StopCheck, shm_now, temp_files
+from test_node_model_builds import cpu_seconds, spawn_request, urdf_chain
 
 ARM = [f"panda_joint{i}" for i in range(1, 8)]
 SHUTTING_DOWN = "shutting down"
@@ -52,35 +55,6 @@ def run(start_node, client, snapshot_dir):
 
 def seconds(stamp) -> float:
     return stamp.sec + stamp.nanosec * 1e-9
-
-
-def wait_until_held(client) -> None:
-    """Until /clock goes out twice with the same sim time while the simulation runs: physics
-    takes no step (a model edit compiles, or a new world is being loaded)."""
-    last: list[float] = []
-
-    def repeated(msg: Clock) -> bool:
-        last.append(seconds(msg.clock))
-        return len(last) > 1 and last[-1] == last[-2]
-
-    client.wait_for_message(Clock, "/clock", timeout=60.0, predicate=repeated)
-
-
-def rock(vertices: int = 50_000, meshes: int = 4) -> str:
-    """A large entity: meshes whose every vertex is on their convex hull (points on a
-    sphere), which MuJoCo compiles in seconds."""
-    rng = np.random.default_rng(0)
-    assets, geoms = [], []
-    for k in range(meshes):
-        v = rng.normal(size=(vertices, 3))
-        v /= np.linalg.norm(v, axis=1, keepdims=True)
-        assets.append(f'<mesh name="rock{k}" vertex="{" ".join(f"{x:.6f}" for x in v.ravel())}"/>')
-        geoms.append(f'<geom type="mesh" mesh="rock{k}" pos="{2.5 * k} 0 0"/>')
-    return (
-        f"<mujoco><asset>{''.join(assets)}</asset><worldbody>"
-        f'<body name="rock" pos="0 3 3"><freejoint/>{"".join(geoms)}</body>'
-        "</worldbody></mujoco>"
-    )
 
 
 def test_running_with_every_periodic_topic_read(run, client):
@@ -173,28 +147,41 @@ def test_a_camera_subscribed(run, client):
     stop()
 
 
-def test_a_large_entity_being_spawned(run, client):
-    """The compile (seconds) is abandoned: the process does not wait for it."""
-    _, stop = run()
-    spawn = client.node.create_client(ss.SpawnEntity, "/sim_node/spawn_entity")
-    client.spin_until(spawn.service_is_ready, 20.0, "spawn_entity")
-    request = ss.SpawnEntity.Request(name="rock")
-    request.entity_resource.resource_string = rock()
-    spawn.call_async(request)
-    wait_until_held(client)
-    stop()
+def building(client, node) -> list[psutil.Process]:
+    """Until the node's family has taken seconds of CPU since now (the build of a model
+    that takes tens of seconds is under way); the processes of the family."""
+    proc = psutil.Process(node.proc.pid)
+    before, _ = cpu_seconds(proc)
+    client.spin_until(lambda: cpu_seconds(proc)[0] > before + 3.0, 60.0, "the build")
+    return cpu_seconds(proc)[1]
 
 
-def test_a_large_world_being_loaded(run, client):
-    """The world is loaded (seconds) while the simulation is held: abandoned too."""
-    _, stop = run()
-    load = client.node.create_client(ss.LoadWorld, "/sim_node/load_world")
-    client.spin_until(load.service_is_ready, 20.0, "load_world")
-    request = ss.LoadWorld.Request()
-    request.world_resource.resource_string = rock()
-    load.call_async(request)
-    wait_until_held(client)
+def assert_refused_and_gone(reply, family: list[psutil.Process]) -> None:
+    """The request ended with the builder (its reply says the node is stopping) and no
+    process the node started lives on."""
+    message = reply.result().result.error_message
+    assert reply.result().result.result != sm.Result.RESULT_OK and "stopping" in message, message
+    assert not [p for p in family[1:] if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+
+
+@pytest.mark.parametrize("service", ["spawn_entity", "load_world"])
+def test_a_large_model_being_built(run, client, service):
+    """A spawn or a world load whose build takes tens of seconds: the model builder's
+    worker is killed, the request refused at once (it says why)."""
+    node, stop = run(model_max_depth=1000, model_compile_timeout=600.0)
+    chain = urdf_chain(999, chains=4)
+    if service == "spawn_entity":
+        srv, request = ss.SpawnEntity, spawn_request("chain", chain)
+    else:
+        srv, request = ss.LoadWorld, ss.LoadWorld.Request()
+        request.world_resource.resource_string = chain
+    caller = client.node.create_client(srv, f"/sim_node/{service}")
+    client.spin_until(caller.service_is_ready, 20.0, service)
+    reply = caller.call_async(request)
+    family = building(client, node)
     stop()
+    client.spin_until(reply.done, 5.0, "the reply, sent before the node ended")
+    assert_refused_and_gone(reply, family)
 
 
 @pytest.mark.parametrize("when", ["requested", "writing"])
@@ -224,18 +211,38 @@ def test_a_1024_env_snapshot_being_saved(run, client, snapshot_dir, when):
             assert f.attrs["format"] and len(f.keys()) > 0
 
 
-def test_a_second_sigint_ends_it_at_once(alone):
-    """While a large entity compiles (the orderly stop gives it a moment): the first SIGINT
-    starts the orderly stop and says so, the second ends the process at once (the
-    signal's default action)."""
+def test_a_recording_running(run, client, tmp_path):
+    """The episode is closed as ~/stop_recording closes it: the bag read back by rosbags'
+    own reader, the state stream written (no journal left), no temp file."""
+    recordings = tmp_path / "recordings"
+    _, stop = run(real_time_factor=1.0, recordings_dir=str(recordings))
+    stop.watch(recordings)
+    started = client.call(
+        StartRecording, "/sim_node/start_recording", StartRecording.Request(folder="ep")
+    )
+    assert started.success, started.message
+    client.wait_for_message(Clock, "/clock", predicate=lambda m: seconds(m.clock) > 1.0)
+    stop()
+    episode = recordings / "ep"
+    with Reader(episode / BAG) as bag:
+        assert bag.message_count > 0
+    assert (episode / STATES).exists() and not (episode / JOURNAL).exists()
+    with h5py.File(episode / STATES, "r") as f:
+        assert len(f.keys()) > 0
+
+
+def test_a_second_sigint_ends_it_at_once(alone, tmp_path):
+    """The first SIGINT starts the orderly stop and says so; the second, while that stop
+    waits for a 1024-env save to finish, ends the process at once (the signal's default
+    action from then on)."""
     client, start = alone
-    node = start()
-    spawn = client.node.create_client(ss.SpawnEntity, "/sim_node/spawn_entity")
-    client.spin_until(spawn.service_is_ready, 20.0, "spawn_entity")
-    request = ss.SpawnEntity.Request(name="rock")
-    request.entity_resource.resource_string = rock()
-    spawn.call_async(request)
-    wait_until_held(client)
+    node = start(num_envs=1024, paused=True, snapshot_dir=str(tmp_path))
+    proc = psutil.Process(node.proc.pid)
+    save = client.node.create_client(SaveSnapshot, "/sim_node/save_snapshot")
+    client.spin_until(save.service_is_ready, 20.0, "save_snapshot")
+    before, _ = cpu_seconds(proc)
+    save.call_async(SaveSnapshot.Request(path="many.h5"))
+    client.spin_until(lambda: cpu_seconds(proc)[0] > before + 0.1, 20.0, "the save")
     node.proc.send_signal(signal.SIGINT)
     client.spin_until(
         lambda: SHUTTING_DOWN in node.output_so_far(), STOP_WITHIN, "the node to say it stops"
