@@ -19,6 +19,7 @@ included), so clients never see the difference except in `ros2 node list`.
 from __future__ import annotations
 
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -89,8 +90,17 @@ class FastServices:
                 return
         self._executor.shutdown()
 
-    def destroy_node(self) -> None:
-        """Destroy the node once stopped (`stop`), unless its thread still runs: its
-        executor holds the node."""
-        if self._stop.is_set() and not self._thread.is_alive():
-            self.node.destroy_node()
+    def destroy_node(self, settle: float = 0.0) -> None:
+        """Destroy the node once stopped (`stop`), unless its thread still runs (its
+        executor holds the node): its services and publishers first, then, `settle`
+        seconds later, the node alone. As the process's last node, its end is the DDS
+        participant's: the graph update sent with the goodbye then names no node, and
+        every older one has reached the peers (see SimNode.destroy_node)."""
+        if not self._stop.is_set() or self._thread.is_alive():
+            return
+        for service in list(self.node.services):
+            self.node.destroy_service(service)
+        for publisher in list(self.node.publishers):
+            self.node.destroy_publisher(publisher)
+        time.sleep(settle)
+        self.node.destroy_node()

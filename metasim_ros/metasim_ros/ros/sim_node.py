@@ -70,8 +70,9 @@ FULL_COLLECTION_EVERY = 100
 DRAIN_LIMIT = 0.5
 #: Seconds the node's own threads (get/set_states, cameras, physics) get to end after it.
 THREADS_LIMIT = 0.5
-#: Seconds between sim_node's destruction and the last node's, for peers to take the
-#: graph updates of the first before the participant says goodbye (SimNode.destroy_node).
+#: Seconds between the destruction of every other entity and that of the last node, for
+#: peers to take their graph updates before the participant says goodbye
+#: (SimNode.destroy_node).
 GRAPH_SETTLE = 0.1
 #: Seconds the DDS teardown at exit may take before the process ends without it.
 DDS_TEARDOWN_LIMIT = 5.0
@@ -262,19 +263,19 @@ class SimNode(Node):
         its lease (20 s), and its shared memory stayed in /dev/shm. Whatever exists: rclpy
         also calls this for a node whose construction failed.
 
-        The fast services' node goes last, a moment later (the DDS participant goes with
-        the process's last node): each entity destroyed sends peers a graph update naming
-        its node, and a peer that took one of sim_node's ~200 after the participant's
-        goodbye listed sim_node again, with no endpoint, for over 30 s (rmw_dds_common's
-        graph cache re-adds a participant's nodes from such an update)."""
+        The fast services' node goes last, bare, a moment after everything else (the DDS
+        participant goes with the process's last node): each entity destroyed sends peers
+        a graph update naming the nodes left, and a peer that took one of them after the
+        participant's goodbye listed those nodes again, with no endpoint, for over 30 s
+        (rmw_dds_common's graph cache re-adds a participant's nodes from such an update).
+        Sent GRAPH_SETTLE before the goodbye, they are taken before it."""
         for waitable in list(self.waitables):
             if isinstance(waitable, ActionServer):
                 waitable.destroy()
         super().destroy_node()
         fast = getattr(self, "fast_services", None)
         if fast is not None:
-            time.sleep(GRAPH_SETTLE)
-            fast.destroy_node()
+            fast.destroy_node(settle=GRAPH_SETTLE)
 
     # -- subscriptions ---------------------------------------------------------------
     def _on_joint_targets(self, msg: JointState) -> None:
