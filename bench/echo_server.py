@@ -5,7 +5,7 @@
 It asks the running sim_node once for its replies (get_states, status), then serves the
 same replies, unchanged, with the same service types:
 - under /echo/<name> with the same executor setup as sim_node (get/set_states through
-  FastServices' EventsExecutor, status on a MultiThreadedExecutor): what sim_node costs
+  FastServices' EventsExecutor, status on sim_node's DrainingExecutor): what sim_node costs
   beyond this is its own work;
 - with `--plain`, under /echo_plain/<name> on one node spun by `rclpy.spin` (the default
   single-threaded executor): the service a user would write first.
@@ -18,14 +18,16 @@ import signal
 import sys
 import threading
 import time
+import traceback
 
 import rclpy
 from metasim_msgs.srv import GetStates, SetStates
-from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 from std_srvs.srv import Trigger
 
+from metasim_ros.ros.executor import DrainingExecutor
 from metasim_ros.ros.fast_services import FastServices
 from metasim_ros.ros.sim_node import EXECUTOR_THREADS
 
@@ -63,7 +65,7 @@ def main() -> None:
     if fast is None:
         executor = SingleThreadedExecutor()
     else:
-        executor = MultiThreadedExecutor(num_threads=EXECUTOR_THREADS)
+        executor = DrainingExecutor(EXECUTOR_THREADS, traceback.print_exception)
         fast.start()
     executor.add_node(node)
     while not stop.is_set():
@@ -72,6 +74,8 @@ def main() -> None:
         fast.stop()
     executor.shutdown(timeout_sec=2.0)
     node.destroy_node()
+    if fast is not None:
+        fast.destroy_node()
     rclpy.try_shutdown()
 
 

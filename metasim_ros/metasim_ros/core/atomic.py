@@ -4,16 +4,24 @@
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import re
 import tempfile
+import threading
 from pathlib import Path
 
 from metasim_ros.core.paths import MAX_DEPTH
 
 #: Names of the temporary files ``write_atomic`` writes: ``.<name>.<8 mkstemp characters>.tmp``.
 TEMP_NAME = re.compile(r"\..+\.[a-z0-9_]{8}\.tmp")
+
+#: Temporary files of this process's writes in progress, and whether writes are refused
+#: (`abandon_writes`): both under `_writing_lock`.
+_writing: set[Path] = set()
+_writing_lock = threading.Lock()
+_abandoned = False
 
 
 def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
@@ -24,11 +32,16 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     it. On an exception the temporary file is removed and ``path`` is untouched. A process killed
     meanwhile leaves only a hidden ``.<name>.*.tmp`` file (``TEMP_NAME``), which
     ``remove_interrupted`` removes. Until the rename this process holds an ``flock`` on it, so
-    that a file still being written is never taken for a leftover.
+    that a file still being written is never taken for a leftover. Once `abandon_writes` was
+    called, it refuses (OSError ECANCELED) and writes nothing.
     """
     target = Path(path)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    tmp = Path(tmp_name)
+    with _writing_lock:
+        if _abandoned:
+            raise OSError(errno.ECANCELED, "the process is exiting", str(target))
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        tmp = Path(tmp_name)
+        _writing.add(tmp)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)  # released when fd is closed or the process dies
         # mkstemp creates 0600; keep the mode of the file being replaced, else a normal 0644.
@@ -46,8 +59,28 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
         tmp.unlink(missing_ok=True)
         raise
     finally:
+        with _writing_lock:
+            _writing.discard(tmp)
         os.close(fd)
     _fsync_dir(target.parent)
+
+
+def abandon_writes() -> int:
+    """The process is about to end without waiting for the writes still in progress in its
+    other threads: remove their temporary files and refuse every write from now on;
+    return how many were removed. Their targets stay as they were: a write not renamed
+    yet never will be (its file is gone), one renamed already is whole."""
+    global _abandoned
+    removed = 0
+    with _writing_lock:
+        _abandoned = True
+        for tmp in _writing:
+            try:
+                tmp.unlink()
+                removed += 1
+            except FileNotFoundError:  # renamed already: its target is whole
+                pass
+    return removed
 
 
 def remove_interrupted(root: str | os.PathLike[str], max_depth: int = MAX_DEPTH) -> tuple[int, int]:

@@ -144,12 +144,13 @@ class CameraStreamer:
         """camera_rate changed: its new period counts from now (not after the old one)."""
         self._rate_changed.set()
 
-    def stop(self) -> None:
-        """Stop the camera thread and release its GL context."""
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the camera thread and release its GL context; wait for it (a render, or
+        the simulation's lock) up to `timeout` seconds."""
         self._stop.set()
         self._rate_changed.set()
         if self._thread.is_alive():
-            self._thread.join(5.0)
+            self._thread.join(timeout)
 
     def _run(self) -> None:
         try:

@@ -9,7 +9,7 @@ has about 50 (its services, simulation_interfaces, parameters, actions). That wo
 shares the GIL with the callback and made ~/get_states 1.5-1.7x a bare rclpy service.
 The C++ EventsExecutor dispatches without it. It runs one callback at a time and, in
 this rclpy, cannot resume coroutine callbacks, so only short synchronous callbacks
-belong here; anything that can take long stays on sim_node's MultiThreadedExecutor.
+belong here; anything that can take long stays on sim_node's executor (ros/executor.py).
 
 The node is named `<sim_node's name>_states`, in sim_node's namespace; its service
 names are sim_node's (`~/get_states` resolves to /sim_node/get_states, remaps
@@ -19,6 +19,7 @@ included), so clients never see the difference except in `ros2 node list`.
 from __future__ import annotations
 
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -75,13 +76,31 @@ class FastServices:
                     log_block(f"callback failed:\n{traceback.format_exc()}")
                 )
 
-    def stop(self) -> None:
-        """Stop spinning (a running callback finishes first) and destroy the node; once."""
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop spinning (a running callback finishes first, waited for up to `timeout`
+        seconds); once. A thread still in its callback then is left to itself with its
+        executor (EventsExecutor.shutdown would hang)."""
         if self._stop.is_set():
             return
         self._stop.set()
         self._executor.wake()
         if self._thread.is_alive():
-            self._thread.join(timeout=5.0)
+            self._thread.join(timeout)
+            if self._thread.is_alive():
+                return
         self._executor.shutdown()
+
+    def destroy_node(self, settle: float = 0.0) -> None:
+        """Destroy the node once stopped (`stop`), unless its thread still runs (its
+        executor holds the node): its services and publishers first, then, `settle`
+        seconds later, the node alone. As the process's last node, its end is the DDS
+        participant's: the graph update sent with the goodbye then names no node, and
+        every older one has reached the peers (see SimNode.destroy_node)."""
+        if not self._stop.is_set() or self._thread.is_alive():
+            return
+        for service in list(self.node.services):
+            self.node.destroy_service(service)
+        for publisher in list(self.node.publishers):
+            self.node.destroy_publisher(publisher)
+        time.sleep(settle)
         self.node.destroy_node()

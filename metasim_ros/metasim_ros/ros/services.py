@@ -40,7 +40,7 @@ from std_srvs.srv import SetBool, Trigger
 from metasim_ros.core.errors import RequestError
 from metasim_ros.core.gaps import GapRecord
 from metasim_ros.core.paths import folders_made, resolve_inside
-from metasim_ros.core.sim.access import SimulationAccess
+from metasim_ros.core.sim.access import SHUTTING_DOWN, SimulationAccess
 from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.snapshot import apply_load, capture_snapshot, prepare_load, write_captured
 from metasim_ros.core.state import limits
@@ -303,8 +303,9 @@ class SimServices:
         if response.success:
             response.message = f"stepped {request.steps} step(s) to t={response.time:.9g}"
         else:
+            by = SHUTTING_DOWN if self._sim.closed else "by ~/pause or a newer ~/step"
             response.message = (
-                f"cancelled (by ~/pause or a newer ~/step) after {response.steps_done} of "
+                f"cancelled ({by}) after {response.steps_done} of "
                 f"{request.steps} step(s), at t={response.time:.9g}"
             )
         return response

@@ -18,6 +18,7 @@ from typing import Any
 
 from geometry_msgs.msg import Vector3
 from rclpy.action import ActionServer, CancelResponse
+from rclpy.action.server import GoalEvent, ServerGoalHandle
 from rclpy.callback_groups import CallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from simulation_interfaces import action as sa
@@ -33,7 +34,7 @@ from metasim_ros.core.errors import (
 )
 from metasim_ros.core.scene.entity_info import EntityInfo
 from metasim_ros.core.sim import simulator as api
-from metasim_ros.core.sim.access import SimulationAccess
+from metasim_ros.core.sim.access import SHUTTING_DOWN, SimulationAccess
 from metasim_ros.core.sim.physics_loop import PhysicsLoop
 from metasim_ros.core.state.frames import world_frame
 from metasim_ros.core.text import bounded, shown
@@ -196,6 +197,7 @@ class SimInterfaces:
         on_quit: Callable[[], None],
     ) -> None:
         self._params = params
+        self._sim = sim
         self.log_error = node.get_logger().error
         self.world_frame = world_frame(params.frame_prefix)
         self.api = api.Simulator(
@@ -281,31 +283,57 @@ class SimInterfaces:
         self.api.step(request.steps)
 
     def _simulate_steps(self, goal_handle):
-        """SimulateSteps: slices of ACTION_SLICE steps while paused, feedback after each,
-        cancellable between slices; refused (OPERATION_FAILED) while playing."""
+        """SimulateSteps, while paused: slices of ACTION_SLICE steps taken as one request
+        (Simulator.stepping), feedback after each. Ends SUCCEEDED once every step is taken;
+        CANCELED with the steps taken when the client cancels it, or a pause or a newer
+        step request pre-empts it (as ~/step); ABORTED (OPERATION_FAILED) when refused
+        (playing, no world) or when the node shuts down."""
         total = goal_handle.request.steps
         result, feedback = sa.SimulateSteps.Result(), sa.SimulateSteps.Feedback()
         done = 0
-        try:
-            while done < total:
-                if goal_handle.is_cancel_requested:
-                    goal_handle.canceled()
-                    result.result.result = R.RESULT_OK
-                    result.result.error_message = f"canceled after {done} of {total} steps"
-                    return result
-                n = min(ACTION_SLICE, total - done)
-                self.api.step(n, limit=False)
-                done += n
-                feedback.completed_steps, feedback.remaining_steps = done, total - done
-                goal_handle.publish_feedback(feedback)
-        except RequestError as exc:
-            goal_handle.abort()
-            result.result.result = R.RESULT_OPERATION_FAILED
-            result.result.error_message = bounded(f"{exc} (after {done} of {total} steps)")
+
+        def ended(finish: Callable[[], None], code: int, message: str):
+            finish()
+            result.result.result, result.result.error_message = code, bounded(message)
             return result
-        goal_handle.succeed()
-        result.result.result = R.RESULT_OK
-        return result
+
+        try:
+            with self.api.stepping() as step:
+                while done < total:
+                    if goal_handle.is_cancel_requested:
+                        return ended(
+                            goal_handle.canceled,
+                            R.RESULT_OK,
+                            f"canceled after {done} of {total} steps",
+                        )
+                    n = min(ACTION_SLICE, total - done)
+                    taken = step(n)
+                    done += taken
+                    if taken:
+                        feedback.completed_steps, feedback.remaining_steps = done, total - done
+                        goal_handle.publish_feedback(feedback)
+                    if taken < n:
+                        break
+        except RequestError as exc:
+            return ended(
+                goal_handle.abort,
+                R.RESULT_OPERATION_FAILED,
+                f"{exc} (after {done} of {total} steps)",
+            )
+        if done == total:
+            return ended(goal_handle.succeed, R.RESULT_OK, f"took {total} of {total} steps")
+        if self._sim.closed:
+            return ended(
+                goal_handle.abort,
+                R.RESULT_OPERATION_FAILED,
+                f"{SHUTTING_DOWN} (after {done} of {total} steps)",
+            )
+        cancel_from_server(goal_handle)
+        return ended(
+            goal_handle.canceled,
+            R.RESULT_OK,
+            f"pre-empted by a pause or a newer step request after {done} of {total} steps",
+        )
 
     # -- entities ----------------------------------------------------------------------
     def _filtered(self, filters: sm.EntityFilters) -> list[str]:
@@ -502,6 +530,14 @@ class SimInterfaces:
     def get_current_world(self, request, response):
         """GetCurrentWorld: the loaded world's name, URI, description."""
         response.world = self._world_msg(self.api.current_world())
+
+
+def cancel_from_server(goal_handle: ServerGoalHandle) -> None:
+    """Move an executing goal to CANCELING, so that it can end CANCELED though no client
+    asked: rcl_action's state machine has that transition (EXECUTING --CANCEL_GOAL-->
+    CANCELING), but rclpy makes it only on a client's cancel request, with no public call
+    for the server's side."""
+    goal_handle._update_state(GoalEvent.CANCEL_GOAL)
 
 
 def quit_soon(event: threading.Event, delay: float = 0.5) -> Callable[[], None]:

@@ -11,6 +11,7 @@ import re
 import signal
 import sys
 import threading
+import time
 import traceback
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,6 @@ from rcl_interfaces.msg import SetParametersResult
 from rclpy.action import ActionServer
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.event_handler import PublisherEventCallbacks
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.publisher import Publisher
@@ -30,7 +30,7 @@ from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import JointState
 
 from metasim_ros.core import fastdds_shm
-from metasim_ros.core.atomic import remove_interrupted
+from metasim_ros.core.atomic import abandon_writes, remove_interrupted
 from metasim_ros.core.errors import ConfigurationError, RequestError
 from metasim_ros.core.memory import tune_malloc
 from metasim_ros.core.scene.worker import WorkerBuilder
@@ -42,6 +42,7 @@ from metasim_ros.ros import parameters
 from metasim_ros.ros.camera_streamer import CameraStreamer
 from metasim_ros.ros.contact_topics import ContactTopics
 from metasim_ros.ros.conversions import targets_from_joint_state
+from metasim_ros.ros.executor import DrainingExecutor
 from metasim_ros.ros.fast_services import FastServices
 from metasim_ros.ros.joint_command import JointCommandSubscriber
 from metasim_ros.ros.log_limit import LogLimit
@@ -65,6 +66,15 @@ SWITCH_INTERVAL = 2e-4
 EXECUTOR_THREADS = ServiceGroups.CONCURRENT + 4
 #: Middle-generation collections per full one once start-up is frozen (Python: 10).
 FULL_COLLECTION_EVERY = 100
+#: Seconds the callbacks in flight at a stop get to end, their replies sent (running goals
+#: and steps end at once); what still runs then (a compile, a large save) is abandoned.
+DRAIN_LIMIT = 0.5
+#: Seconds the node's own threads (get/set_states, cameras, physics) get to end after it.
+THREADS_LIMIT = 0.5
+#: Seconds between the destruction of every other entity and that of the last node, for
+#: peers to take their graph updates before the participant says goodbye
+#: (SimNode.destroy_node).
+GRAPH_SETTLE = 0.1
 #: Seconds the DDS teardown at exit may take before the process ends without it.
 DDS_TEARDOWN_LIMIT = 5.0
 
@@ -238,26 +248,40 @@ class SimNode(Node):
             f"{parameters.startup_summary(p)}"
         )
 
-    def shutdown(self) -> None:
-        """Stop the recording (flushed and closed), the model builder (a request waiting
-        for it ends at once), cameras, the fast services and physics (in that order: they
-        read the simulation)."""
+    def shutdown(self, timeout: float = 5.0) -> None:
+        """End running steps and goals (SimulationAccess.close), stop the recording
+        (flushed and closed) and the model builder (a request waiting for it ends at
+        once), then the fast services, cameras and physics, waiting for these threads up
+        to `timeout` seconds in all: one still held then (by a request that holds the
+        simulation) is left to itself."""
+        deadline = time.monotonic() + timeout
+        self.sim.close()
         self.recording.shutdown()
         self.builder.close()
-        self.cameras.stop()
-        self.fast_services.stop()
-        self.sim.loop.stop()
+        self.fast_services.stop(max(0.0, deadline - time.monotonic()))
+        self.cameras.stop(max(0.0, deadline - time.monotonic()))
+        self.sim.loop.stop(max(0.0, deadline - time.monotonic()))
 
     def destroy_node(self) -> None:
         """The action servers first: rclpy's destroy_node leaves them (they are waitables),
         and each keeps the node, so the DDS participant, alive to the end of the process.
         Then the participant never said goodbye: peers kept it, and listed the node, for
         its lease (20 s), and its shared memory stayed in /dev/shm. Whatever exists: rclpy
-        also calls this for a node whose construction failed."""
+        also calls this for a node whose construction failed.
+
+        The fast services' node goes last, bare, a moment after everything else (the DDS
+        participant goes with the process's last node): each entity destroyed sends peers
+        a graph update naming the nodes left, and a peer that took one of them after the
+        participant's goodbye listed those nodes again, with no endpoint, for over 30 s
+        (rmw_dds_common's graph cache re-adds a participant's nodes from such an update).
+        Sent GRAPH_SETTLE before the goodbye, they are taken before it."""
         for waitable in list(self.waitables):
             if isinstance(waitable, ActionServer):
                 waitable.destroy()
         super().destroy_node()
+        fast = getattr(self, "fast_services", None)
+        if fast is not None:
+            fast.destroy_node(settle=GRAPH_SETTLE)
 
     # -- subscriptions ---------------------------------------------------------------
     def _on_joint_targets(self, msg: JointState) -> None:
@@ -307,23 +331,61 @@ class SimNode(Node):
                 self.streams.set_rate(param.name, param.value)
 
 
+def stop(node: SimNode, executor: DrainingExecutor, said: str) -> None:
+    """The orderly stop, in about a second whatever runs: say so in one line; end running
+    goals and steps (ABORTED, or replied: the node is shutting down) and requests waiting
+    for a compile (the builder's worker is killed), and let their replies go out
+    (`executor.drain`); close a recording; stop the node's threads; remove the temp files
+    of snapshot writes still running; tear DDS down, so peers see the node leave at once.
+    What still runs then (a large save) is abandoned: the caller ends the process without
+    it. `said`: the line, which says why."""
+    node.get_logger().info(said)
+    node.sim.close()
+    node.builder.close()  # a request waiting for a compile ends at once, refused
+    executor.drain(DRAIN_LIMIT)
+    node.shutdown(THREADS_LIMIT)
+    executor.shutdown(timeout_sec=0)
+    abandon_writes()
+    # Fast DDS can deadlock destroying a participant while another one's endpoints are
+    # being removed (it spins holding the GIL, so no Python thread can step in). Our
+    # own work is finished here; if the DDS teardown hangs, faulthandler's C thread
+    # prints where and ends the process (exit code 1) instead of Ctrl-C doing nothing.
+    faulthandler.dump_traceback_later(DDS_TEARDOWN_LIMIT, exit=True)
+    node.destroy_node()
+    rclpy.try_shutdown()
+    faulthandler.cancel_dump_traceback_later()
+
+
 def main(args: list[str] | None = None) -> int:
-    """Run sim_node until SIGINT/SIGTERM, then shut down in order; returns the exit code."""
+    """Run sim_node until SIGINT/SIGTERM (or SetSimulationState QUITTING), then `stop` and
+    end the process with exit code 0 (os._exit: threads abandoned by the stop must not
+    hold it, nor crash it in the interpreter's teardown). Returns 1 if it cannot start."""
     sys.setswitchinterval(SWITCH_INTERVAL)
     tune_malloc()  # before DDS and executor threads start (core/memory.py)
     # Our own SIGINT/SIGTERM handling: stop spinning first, then tear down in order, so
     # no callback runs against a context that is already shut down.
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    stop = threading.Event()
+    signalled: list[str] = []
+
+    def on_signal(sig: int, _frame: Any) -> None:
+        for other in (signal.SIGINT, signal.SIGTERM):  # a second one ends the process
+            signal.signal(other, signal.SIG_DFL)  # at once, whatever holds the GIL
+        signalled.append(signal.Signals(sig).name)
+
     for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+        signal.signal(sig, on_signal)
     try:
         node = SimNode()
     except Exception as exc:  # bad scene, parameter or file: one clear line, no traceback wall
         print(f"sim_node: cannot start: {exc}", file=sys.stderr)
         rclpy.try_shutdown()
         return 1
-    executor = MultiThreadedExecutor(num_threads=EXECUTOR_THREADS)
+
+    def callback_failed(exc: BaseException) -> None:  # a bug: report it, serve the others
+        trace = "".join(traceback.format_exception(exc))
+        node.get_logger().error(log_block(f"callback failed:\n{trace}"))
+
+    executor = DrainingExecutor(EXECUTOR_THREADS, callback_failed)
     executor.add_node(node)
     try:
         node.start()
@@ -335,23 +397,19 @@ def main(args: list[str] | None = None) -> int:
         # 100,000-model request ran several full collections while it was parsed.
         gc.freeze()
         gc.set_threshold(*gc.get_threshold()[:2], FULL_COLLECTION_EVERY)
-        while not stop.is_set() and not node.quit.is_set():
-            try:
-                executor.spin_once(timeout_sec=0.1)
-            except Exception:  # a callback's bug: report it, keep serving everyone else
-                node.get_logger().error(log_block(f"callback failed:\n{traceback.format_exc()}"))
+        while not signalled and not node.quit.is_set():
+            executor.spin_once(timeout_sec=0.1)
     finally:
-        node.shutdown()
-        executor.shutdown(timeout_sec=2.0)
-        # Fast DDS can deadlock destroying a participant while another one's endpoints are
-        # being removed (it spins holding the GIL, so no Python thread can step in). Our
-        # own work is finished here; if the DDS teardown hangs, faulthandler's C thread
-        # prints where and ends the process (exit code 1) instead of Ctrl-C doing nothing.
-        faulthandler.dump_traceback_later(DDS_TEARDOWN_LIMIT, exit=True)
-        node.destroy_node()
-        rclpy.try_shutdown()
-        faulthandler.cancel_dump_traceback_later()
-    return 0
+        stop(
+            node,
+            executor,
+            f"{signalled[0]}: shutting down (a second SIGINT or SIGTERM ends it at once)"
+            if signalled
+            else "SetSimulationState QUITTING: shutting down",
+        )
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

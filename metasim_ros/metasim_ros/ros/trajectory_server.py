@@ -8,7 +8,9 @@ Goals are checked when they arrive (unknown joints, malformed points: rejected).
 accepted goal preempts the robot's running one, which ends ABORTED with INVALID_GOAL and
 the controller's "Current goal cancelled due to new incoming action." (rclpy can only
 cancel goals a client asked to cancel). A message on `~/joint_trajectory` replaces the
-running trajectory the same way; one without points stops it (holds the position).
+running trajectory the same way; one without points stops it (holds the position). When
+the node shuts down, a running goal ends ABORTED with INVALID_GOAL and "the node is shutting
+down" (as joint_trajectory_controller's goals do when it is deactivated).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from metasim_ros.core.control.goals import (
 )
 from metasim_ros.core.control.interpolation import Waypoints
 from metasim_ros.core.errors import RequestError, StateValidationError
-from metasim_ros.core.sim.access import SimulationAccess
+from metasim_ros.core.sim.access import SHUTTING_DOWN, SimulationAccess
 from metasim_ros.core.state import limits
 from metasim_ros.core.text import bounded
 from metasim_ros.ros.conversions import stamp
@@ -235,6 +237,10 @@ class TrajectoryServer:
         ex = runs[0]
         sent = None
         while not ex.done.wait(FEEDBACK_PERIOD):
+            if self._sim.closed:  # no step will end it now: ended here, without the lock
+                result.error_code, result.error_string = INVALID_GOAL, SHUTTING_DOWN
+                gh.abort()
+                return result
             fb = ex.feedback
             if fb is not None and fb is not sent:
                 gh.publish_feedback(feedback_message(ex, fb))

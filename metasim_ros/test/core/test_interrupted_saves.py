@@ -4,12 +4,17 @@
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
+import subprocess
+import sys
+import textwrap
 import threading
 
 from metasim_ros.core.atomic import TEMP_NAME, remove_interrupted, write_atomic
 from metasim_ros.core.paths import MAX_DEPTH
+from subprocess_env import with_pythonpath
 
 #: Names that only resemble the temp files of a save.
 LOOKALIKES = ("notes.tmp", ".x.h5", ".tmp", ".snap.h5.tmp", "snap.h5.abcdefgh.tmp", ".a.abc.tmp")
@@ -71,3 +76,59 @@ def test_write_atomic_holds_its_temp_file_locked(tmp_path):
     assert seen, "the write ended before its temp file was seen"
     assert target.read_bytes() == data
     assert [p.name for p in tmp_path.iterdir()] == ["a.h5"]
+
+
+#: In a process of its own (abandon_writes is for good): a 256 MiB write in a thread,
+#: abandoned once its temp file shows; then one more write. Prints how many temp files
+#: abandon_writes removed, whether the target is whole, and the late write's errno.
+ABANDONER = textwrap.dedent(
+    """
+    import os, sys, threading
+    from pathlib import Path
+    from metasim_ros.core.atomic import TEMP_NAME, abandon_writes, write_atomic
+    folder = Path(sys.argv[1])
+    target, data = folder / "a.h5", os.urandom(1 << 20) * 256
+    def write():
+        try:
+            write_atomic(target, data)
+        except OSError:
+            pass  # its temp file went away: the rename fails
+    writer = threading.Thread(target=write)
+    writer.start()
+    while writer.is_alive() and not any(TEMP_NAME.fullmatch(p.name) for p in folder.iterdir()):
+        pass
+    removed = abandon_writes()
+    writer.join()
+    whole = target.exists() and target.stat().st_size == len(data)
+    try:
+        write_atomic(folder / "b.h5", b"late")
+        late = 0
+    except OSError as exc:
+        late = exc.errno
+    print(removed, whole, late)
+    """
+)
+
+
+def test_abandoned_writes_leave_no_temp_file_and_no_half_target(tmp_path):
+    """A process about to end without its writer thread removes the temp file of the write
+    in progress: no half target, nothing left; later writes are refused. A few tries: the
+    write can end between the look and abandon_writes."""
+    for attempt in range(5):
+        folder = tmp_path / str(attempt)
+        folder.mkdir()
+        out = subprocess.run(
+            [sys.executable, "-c", ABANDONER, str(folder)],
+            env=with_pythonpath(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert out.returncode == 0, out.stderr
+        removed, whole, late = out.stdout.split()
+        assert int(late) == errno.ECANCELED
+        assert [p.name for p in folder.iterdir()] == (["a.h5"] if whole == "True" else [])
+        if removed == "1":
+            assert whole == "False"
+            return
+    raise AssertionError("no write was abandoned mid-way in 5 tries")

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from metasim_ros.core import MujocoHandler
-from metasim_ros.core.sim.access import SimulationAccess
+from metasim_ros.core.errors import IncorrectStateError
+from metasim_ros.core.sim.access import SHUTTING_DOWN, SimulationAccess
 from metasim_ros.core.sim.physics_loop import PhysicsLoop
 from metasim_ros.core.text import log_block
 from metasim_ros.scenes import default_scene_path
@@ -66,6 +67,41 @@ def test_cancelled_request_reports_exactly_the_steps_taken():
     done = loop.step_now(100_000, cancelled)
     assert 0 < done < 100_000
     assert_bitwise(h, plain_mj_step(done))
+
+
+def test_one_request_in_several_calls_ends_whole_at_a_pause():
+    """A SimulateSteps goal steps slice by slice through one request: a pause between two
+    calls ends it (no step after), as one during a call would."""
+    sim = SimulationAccess(MujocoHandler(), 0.0)
+    sim.pause(True)
+    with sim.stepping() as step:
+        assert step(10) == 10
+        assert step(15) == 15
+        sim.pause(True)  # between two slices: the request is over
+        assert step(10) == 0
+    assert_bitwise(sim.handler, plain_mj_step(25))
+    assert sim.step(5)[0] == 5  # a new request steps again
+
+
+def test_closing_ends_a_running_step_and_refuses_new_ones():
+    """The node stops: a step request running in another thread ends at its next slice,
+    its steps exactly counted, and no step is taken after."""
+    sim = SimulationAccess(MujocoHandler(), 0.0)
+    sim.pause(True)
+    taken: list[int] = []
+    stepper = threading.Thread(target=lambda: taken.append(sim.step(10**7)[0]))
+    stepper.start()
+    deadline = time.monotonic() + 10.0
+    while sim.loop.last_sim_time == 0.0 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    sim.close()
+    stepper.join(10.0)
+    assert not stepper.is_alive() and 0 < taken[0] < 10**7
+    assert_bitwise(sim.handler, plain_mj_step(taken[0]))
+    for request in (lambda: sim.step(1), lambda: sim.stepping().__enter__()):
+        with pytest.raises(IncorrectStateError, match=SHUTTING_DOWN):
+            request()
+    assert_bitwise(sim.handler, plain_mj_step(taken[0]))
 
 
 def test_physics_thread_runs_ticks_and_callers_between_slices():

@@ -19,9 +19,11 @@ import pytest
 rclpy = pytest.importorskip("rclpy", reason="ROS 2 (rclpy) is not available")
 pytest.importorskip("metasim_msgs", reason="workspace not built (run `make test`)")
 
+from rclpy.context import Context  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.qos import QoSProfile  # noqa: E402
+from rclpy.signals import SignalHandlerOptions  # noqa: E402
 
 from domains import DOMAINS, choose_domain, try_lock  # noqa: E402
 from subprocess_env import with_pythonpath  # noqa: E402
@@ -62,22 +64,31 @@ class SimProcess:
         params: dict[str, object] | None = None,
         args: list[str] | None = None,
         cwd: Path | None = None,
+        domain: int | None = None,
     ) -> None:
-        """cwd: the node's working directory (default: the test's)."""
+        """cwd: the node's working directory (default: the test's); domain: a ROS domain
+        other than the run's."""
         cmd = sim_node_command() + list(args or [])
         if params:
             cmd += ["--ros-args"] + [a for k, v in params.items() for a in ("-p", f"{k}:={v}")]
         self._log = tempfile.TemporaryFile(mode="w+", prefix="sim_node_", suffix=".log")
+        env = with_pythonpath()  # this tree's package, not the installed copy
+        if domain is not None:
+            env["ROS_DOMAIN_ID"] = str(domain)
         self.proc = subprocess.Popen(
             cmd,
             stdout=self._log,
             stderr=subprocess.STDOUT,
             text=True,
             start_new_session=True,
-            env=with_pythonpath(),  # this tree's package, not the installed copy
+            env=env,
             cwd=cwd,
         )
         self.output = ""
+
+    def output_so_far(self) -> str:
+        """What the node has written until now (it may go on writing)."""
+        return os.pread(self._log.fileno(), 1 << 30, 0).decode(errors="replace")
 
     def wait_output(self, timeout: float) -> None:
         """Wait for the exit (subprocess.TimeoutExpired if it does not come), then read
@@ -124,9 +135,10 @@ class SimProcess:
 class Client:
     """A test-side rclpy node with helpers that always time out."""
 
-    def __init__(self, name: str = "metasim_test_client") -> None:
-        self.node = Node(name)
-        self.executor = SingleThreadedExecutor()
+    def __init__(self, name: str = "metasim_test_client", context: Context | None = None) -> None:
+        """context: one of another domain (default: the run's)."""
+        self.node = Node(name, context=context)
+        self.executor = SingleThreadedExecutor(context=context)
         self.executor.add_node(self.node)
 
     def spin_until(self, done: Callable[[], bool], timeout: float, what: str) -> None:
@@ -245,6 +257,27 @@ def start_node(request) -> Iterator[Callable[..., SimProcess]]:
                 f"{SHOWN_OUTPUT} characters of its output ---\n{p.output[-SHOWN_OUTPUT:]}",
                 file=sys.stderr,
             )
+
+
+@pytest.fixture
+def alone(start_node):
+    """A client on a ROS domain of its own, and a function starting a serving node there:
+    for tests that kill a node, which then stays in its peers' graphs for its lease (20 s)
+    and would mislead the tests after them."""
+    ours = int(os.environ["ROS_DOMAIN_ID"])
+    others = [d for d in random.sample(list(DOMAINS), len(DOMAINS)) if d != ours]
+    choice = choose_domain(others)
+    context = Context()
+    rclpy.init(
+        context=context, domain_id=choice.domain, signal_handler_options=SignalHandlerOptions.NO
+    )
+    client = Client("metasim_test_alone", context=context)
+    try:
+        yield client, lambda **params: start_node(params, domain=choice.domain).wait_serving(client)
+    finally:
+        client.close()
+        context.try_shutdown()
+        choice.release()
 
 
 @pytest.fixture

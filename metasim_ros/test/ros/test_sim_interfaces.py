@@ -20,6 +20,7 @@ from sensor_msgs.msg import CameraInfo, Image
 from simulation_interfaces import action as sa
 from simulation_interfaces import msg as sm
 from simulation_interfaces import srv as ss
+from std_srvs.srv import SetBool
 from tf2_msgs.msg import TFMessage
 
 from metasim_ros.scenes import default_scene_path
@@ -238,6 +239,55 @@ def test_simulate_steps_action_feedback_result_and_cancel(node, client):
         result = goal.result().get_result_async()
         client.spin_until(result.done, 20, "the refused result")
         assert result.result().result.result.result == R.RESULT_OPERATION_FAILED
+    finally:
+        action.destroy()
+
+
+def sim_steps(client) -> int:
+    """Steps taken since the start (default scene: 2 ms each), from the sim time."""
+    t = entity_state(client, "cube").header.stamp
+    return round((t.sec + t.nanosec * 1e-9) / 0.002)
+
+
+def test_simulate_steps_succeeds_with_its_count_and_a_pause_cancels_it(node, client):
+    """A long goal while paused ends SUCCEEDED with every step taken (it ended ABORTED after
+    taking them all); a pause, or a resume, while a goal runs pre-empts it, as it ends a
+    ~/step: CANCELED, the steps taken in its message."""
+    action = ActionClient(client.node, sa.SimulateSteps, NS + "simulate_steps")
+    try:
+        client.spin_until(action.server_is_ready, 20, "the simulate_steps action")
+
+        def run(steps: int, meanwhile=None):
+            feedback = []
+            goal = action.send_goal_async(
+                sa.SimulateSteps.Goal(steps=steps), feedback_callback=feedback.append
+            )
+            client.spin_until(goal.done, 20, "goal acceptance")
+            result = goal.result().get_result_async()
+            if meanwhile is not None:
+                client.spin_until(lambda: bool(feedback), 20, "first feedback")
+                meanwhile()
+            client.spin_until(result.done, 120, "the action result")
+            return result.result()
+
+        done = run(200_000)
+        assert done.status == GoalStatus.STATUS_SUCCEEDED, done.result.result.error_message
+        ok(done.result)
+        assert "200000 of 200000 steps" in done.result.result.error_message
+        assert sim_steps(client) == 200_000
+
+        for resume in (False, True):
+            before = sim_steps(client)
+            request = SetBool.Request(data=not resume)
+            cut = run(10**7, meanwhile=lambda r=request: client.call(SetBool, NS + "pause", r))
+            assert cut.status == GoalStatus.STATUS_CANCELED, cut.result.result.error_message
+            ok(cut.result)
+            message = cut.result.result.error_message
+            assert "pre-empted by a pause" in message, message
+            taken = int(message.split(" after ")[1].split(" of ")[0])
+            assert 0 < taken < 10**7
+            if not resume:  # paused still: the sim time tells how many were taken
+                assert sim_steps(client) - before == taken
     finally:
         action.destroy()
 

@@ -20,7 +20,7 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 from tf2_msgs.msg import TFMessage
 
-from shared_memory import shm_segments
+from stopping import StopCheck, shm_now
 
 FRANKA_JOINTS = [f"panda_joint{i}" for i in range(1, 8)] + [
     "panda_finger_joint1",
@@ -54,26 +54,16 @@ def test_sigterm_exits_cleanly(start_node, client):
     assert node.stop(signal.SIGTERM, timeout=5.0) == 0, node.output
 
 
-#: Fast DDS drops a participant that left without a word only when its lease ends (20 s)
-LEFT_WITHIN = 5.0  # s
-
-
 def test_a_stopped_node_leaves_the_graph_at_once(start_node, client):
     """Peers forget a stopped node at once and it leaves no shared memory behind: a node
     whose DDS participant outlived its work (its action servers kept it) stayed in every
     peer's graph for its 20 s lease, and its segment in /dev/shm."""
-    before = set(Path("/dev/shm").iterdir()) if Path("/dev/shm").is_dir() else set()
-    node = start_node().wait_serving(client)
-    own = shm_segments(node.proc.pid) - before
-    names = {"sim_node", "sim_node_states"}
-
-    def seen() -> set[str]:
-        return set(client.node.get_node_names())
-
-    client.spin_until(lambda: names <= seen(), 20.0, "the node's names in the graph")
-    assert node.stop(signal.SIGINT) == 0, node.output
-    client.spin_until(lambda: not names & seen(), LEFT_WITHIN, "the node to leave")
-    assert not [p for p in own if p.exists()], "shared memory left behind"
+    before = shm_now()
+    stop = StopCheck(start_node().wait_serving(client), client, before)
+    try:
+        stop()
+    finally:
+        stop.close()
 
 
 def test_broken_scene_fails_with_one_line(start_node, tmp_path):

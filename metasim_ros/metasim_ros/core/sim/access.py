@@ -28,6 +28,8 @@ from metasim_ros.core.text import shown
 
 T = TypeVar("T")
 
+#: Why requests end or are refused once the node stops (SimulationAccess.close).
+SHUTTING_DOWN = "the node is shutting down"
 #: What the node does when the physics of an env blows up.
 DIVERGENCE_POLICIES = ("reset", "pause")
 
@@ -63,6 +65,7 @@ class SimulationAccess:
         self._on_change: list[Callable[[], None]] = []
         self._stepping = threading.Lock()  # one requested step at a time
         self._step_ticket = 0  # the newest step request; older ones are cancelled
+        self._closed = False
         self.loop = PhysicsLoop(
             handler,
             real_time_factor,
@@ -207,24 +210,56 @@ class SimulationAccess:
         """Advance n steps in slices (the loop keeps out); return (steps taken, sim time).
         Only while paused, and (given a `limit`, the step_limit parameter) n <= limit.
 
-        Ends early, between two slices, when a newer step request arrives or `pause` is
-        called; the steps taken up to then are reported exactly."""
+        Ends early, between two slices, when a newer step request arrives, `pause` or
+        `close` is called; the steps taken up to then are reported exactly."""
+        self._require_steppable()
+        if limit is not None and n > limit:
+            raise RequestError(f"steps={n} is more than step_limit={limit} (a parameter)")
+        with self.stepping() as step:
+            done = step(n)
+        return done, self.sim_time()
+
+    @contextmanager
+    def stepping(self) -> Iterator[Callable[[int], int]]:
+        """One step request taken in several calls (a SimulateSteps goal, slice by slice,
+        with feedback in between), only while paused: `step(k)` takes up to k steps and
+        returns how many it took. A newer step request, `pause` or `close` ends the whole
+        request at its next slice, whenever it comes: from then on `step` takes none, so
+        fewer steps than asked means it was ended."""
+        self._require_steppable()
+        ticket = self._cancel_step()
+        with self._stepping:  # a request this one replaced ends within one slice
+
+            def cancelled() -> bool:
+                return self._step_ticket != ticket or not self.loop.paused or self._closed
+
+            def step(k: int) -> int:
+                done = self.loop.step_now(k, cancelled) if not cancelled() else 0
+                if done:
+                    self.changed()
+                return done
+
+            yield step
+
+    def _require_steppable(self) -> None:
+        if self._closed:
+            raise IncorrectStateError(SHUTTING_DOWN)
         if not self.loop.paused:
             raise IncorrectStateError(
                 "the simulation is running (playing); pause it before stepping"
             )
-        if limit is not None and n > limit:
-            raise RequestError(f"steps={n} is more than step_limit={limit} (a parameter)")
-        ticket = self._cancel_step()
-        with self._stepping:  # a step this one replaced ends within one slice
 
-            def cancelled() -> bool:
-                return self._step_ticket != ticket or not self.loop.paused
+    @property
+    def closed(self) -> bool:
+        """`close` was called: the node is stopping."""
+        return self._closed
 
-            done = self.loop.step_now(n, cancelled) if not cancelled() else 0
-        if done:
-            self.changed()
-        return done, self.sim_time()
+    def close(self) -> None:
+        """The node is stopping: a running step request ends at its next slice and new
+        ones are refused (SHUTTING_DOWN); parts waiting for the simulation to end
+        something (trajectory goals) stop waiting when they see `closed`."""
+        self._closed = True
+        self._cancel_step()
 
     def _cancel_step(self) -> int:
         """End the running step request (if any) at its next slice; the new ticket."""

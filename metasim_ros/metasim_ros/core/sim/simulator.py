@@ -15,6 +15,7 @@ import re
 import threading
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -412,15 +413,22 @@ class Simulator:
                 self._stopped_at = None
                 self._sim.pause(False)
 
-    def step(self, n: int, *, limit: bool = True) -> float:
-        """n steps while paused (stopped counts as paused); returns the new sim time."""
+    def step(self, n: int) -> float:
+        """n steps while paused (stopped counts as paused), at most step_limit; returns the
+        new sim time."""
         self._require_world()
-        done, now = self._sim.step(n, self._step_limit() if limit else None)
+        done, now = self._sim.step(n, self._step_limit())
         if done < n:
             raise IncorrectStateError(
                 f"stepping ended after {done} of {n} steps (a pause or a newer step request)"
             )
         return now
+
+    def stepping(self) -> AbstractContextManager[Callable[[int], int]]:
+        """One step request taken in slices, any number of steps (a SimulateSteps goal):
+        SimulationAccess.stepping, refused without a world."""
+        self._require_world()
+        return self._sim.stepping()
 
     def reset(self, scope: int) -> None:
         """Reset by scope bits: TIME, STATE, SPAWNED; 0 or 255: everything, as at start-up."""
