@@ -211,8 +211,8 @@ def publish_costs() -> None:
     """What the physics thread spends per sensor publish and per idle contacts check, in
     this process (less exposed to other processes' load than the node's rate): at rate
     f the physics rate falls by about f x that time per second."""
+    from metasim_ros.core.scene.frames import FrameTree
     from metasim_ros.core.sim.handler import MujocoHandler
-    from metasim_ros.core.state.frames import FrameTree
     from metasim_ros.ros.contact_topics import ContactTopics
     from metasim_ros.ros.parameters import SimParameters
     from metasim_ros.ros.sensor_topics import SensorTopics

@@ -47,7 +47,7 @@ class StateValidationError(RequestError):
 
 
 class RequestTooLargeError(StateValidationError):
-    """A request exceeds a size limit (core/state/limits.py); refused before anything
+    """A request exceeds a size limit (core/limits.py); refused before anything
     was built from it."""
 
 

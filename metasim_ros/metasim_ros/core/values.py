@@ -14,19 +14,14 @@ import numbers
 from collections.abc import Mapping
 from typing import Any
 
-import mujoco
 import numpy as np
 
 from metasim_ros.core.errors import StateValidationError
+from metasim_ros.core.limits import MAX_ABS_VALUE, QUAT_NORM_TOLERANCE
 
-#: A quaternion whose norm is further than this from 1 is rejected, not renormalised.
-QUAT_NORM_TOLERANCE = 1e-3
 #: Below this deviation a quaternion is kept bit for bit (MuJoCo normalises internally),
 #: so that values read from the simulation round-trip exactly.
 _RENORMALISE_ABOVE = 1e-12
-#: Largest magnitude accepted for any value: MuJoCo's mjMAXVAL. mj_step resets a simulation
-#: whose qpos or qvel exceed it ("bad qpos/qvel"), so a larger value could never be simulated.
-MAX_ABS_VALUE = float(mujoco.mjMAXVAL)
 #: Never numbers, although numpy would convert them (text, raw bytes, mappings).
 _NOT_NUMBERS = (str, bytes, bytearray, memoryview, Mapping)
 

@@ -19,8 +19,8 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image
 
 from metasim_ros.core.scene.cameras import CameraRenderer, intrinsic_matrix
+from metasim_ros.core.scene.frames import FrameTree
 from metasim_ros.core.sim.access import SimulationAccess
-from metasim_ros.core.state.frames import FrameTree
 from metasim_ros.ros.conversions import stamp
 from metasim_ros.ros.parameters import SimParameters
 from metasim_ros.ros.readers import anyone_reads

@@ -13,9 +13,10 @@ from metasim_msgs.msg import Contact, Contacts
 from rclpy.node import Node
 from visualization_msgs.msg import Marker, MarkerArray
 
+from metasim_ros.core.rotations import mat_to_quat
+from metasim_ros.core.scene.frames import FrameTree
 from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.state.forces import ContactReadings
-from metasim_ros.core.state.frames import FrameTree, mat_to_quat
 from metasim_ros.ros.conversions import fill_wrench, fill_wxyz, fill_xyz, stamp
 from metasim_ros.ros.parameters import SimParameters
 from metasim_ros.ros.readers import anyone_reads

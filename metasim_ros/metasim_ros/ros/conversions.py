@@ -35,8 +35,8 @@ from metasim_msgs.msg import JointState as MsJointState
 from metasim_msgs.msg import LinkState, ModelState, WorldState
 from sensor_msgs.msg import JointState
 
+from metasim_ros.core import limits
 from metasim_ros.core.errors import StateValidationError
-from metasim_ros.core.state import limits
 from metasim_ros.core.state.robot_joints import RobotJointArrays
 from metasim_ros.core.text import shown
 

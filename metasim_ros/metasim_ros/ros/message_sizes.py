@@ -1,6 +1,6 @@
 # Copyright 2026 metasim_ros developers
 # SPDX-License-Identifier: Apache-2.0
-"""Size limits of any request message, field by field (core/state/limits.py).
+"""Size limits of any request message, field by field (core/limits.py).
 
 For requests whose fields the scene does not bound (the simulation_interfaces
 services): every string is a name (MAX_NAME_LENGTH) and every sequence a list
@@ -14,7 +14,7 @@ from __future__ import annotations
 from array import array
 from typing import Any
 
-from metasim_ros.core.state import limits
+from metasim_ros.core import limits
 
 #: Fields that hold more than a name or a short list.
 FIELD_LIMITS = {

@@ -42,6 +42,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.validate_full_topic_name import validate_full_topic_name
 
+from metasim_ros.core import limits
 from metasim_ros.core.control.laws import Gains, parse_gains
 from metasim_ros.core.errors import ConfigurationError
 from metasim_ros.core.paths import ros_home
@@ -55,8 +56,8 @@ _RATE_MIN = 0.01
 #: Most steps one ~/step request can hold (its `steps` field is a uint32).
 _STEPS_MAX = 2**32 - 1
 #: Largest PD gain: beyond it a 1 rad (or 1 m) error asks for a force beyond MuJoCo's
-#: mjMAXVAL (1e10), where the simulation resets.
-_GAIN_MAX = 1e10
+#: mjMAXVAL, where the simulation resets.
+_GAIN_MAX = limits.MAX_ABS_VALUE
 
 
 def _default_snapshot_dir() -> str:
@@ -328,13 +329,13 @@ class SimParameters:
         high=64 * 1024**3,
     )
     snapshot_max_bytes: int = _p(
-        1024**3,
+        limits.MAX_SNAPSHOT_BYTES,
         "largest snapshot file ~/load_snapshot opens (bytes, checked before opening)",
         dynamic=True,
         low=1,
     )
     snapshot_max_steps: int = _p(
-        100_000,
+        limits.MAX_SNAPSHOT_STEPS,
         "most states (trajectory steps) a snapshot may declare to be loaded",
         dynamic=True,
         low=1,

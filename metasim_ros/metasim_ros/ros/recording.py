@@ -25,6 +25,7 @@ from rclpy.subscription import Subscription
 from rosbags.rosbag2 import Reader
 from std_srvs.srv import Trigger
 
+from metasim_ros.core import limits
 from metasim_ros.core.errors import RequestError
 from metasim_ros.core.recording.bag import TopicSpec
 from metasim_ros.core.recording.episode import BAG, find_episode, new_episode, read_states
@@ -32,7 +33,6 @@ from metasim_ros.core.recording.replay import Replay as CoreReplay
 from metasim_ros.core.recording.schemas import definition
 from metasim_ros.core.recording.session import Recording
 from metasim_ros.core.sim.access import SimulationAccess
-from metasim_ros.core.state import limits
 from metasim_ros.ros.parameters import SimParameters
 from metasim_ros.ros.services import replying
 

@@ -24,10 +24,10 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from metasim_ros.core.errors import FileAccessError
 from metasim_ros.core.scene import markers as mk
+from metasim_ros.core.scene.frames import FrameTree
 from metasim_ros.core.scene.mesh_export import ros_mesh_folder
 from metasim_ros.core.scene.urdf import robot_description
 from metasim_ros.core.sim.access import SimulationAccess
-from metasim_ros.core.state.frames import FrameTree
 from metasim_ros.core.text import log_block
 from metasim_ros.ros.conversions import fill_pose, fill_xyz
 from metasim_ros.ros.parameters import SimParameters

@@ -21,10 +21,10 @@ from rclpy.node import Node
 from rclpy.publisher import Publisher
 from sensor_msgs.msg import Imu, MagneticField, Range
 
-from metasim_ros.core.sensors import SensorDevice
-from metasim_ros.core.sensors import SensorReadings as CoreReadings
+from metasim_ros.core.scene.frames import FrameTree
 from metasim_ros.core.sim.handler import MujocoHandler
-from metasim_ros.core.state.frames import FrameTree
+from metasim_ros.core.state.sensors import SensorDevice
+from metasim_ros.core.state.sensors import SensorReadings as CoreReadings
 from metasim_ros.ros.conversions import doubles, fill_wxyz, fill_xyz, stamp
 from metasim_ros.ros.parameters import SimParameters
 

@@ -37,14 +37,14 @@ from rclpy.callback_groups import (
 from rclpy.node import Node
 from std_srvs.srv import SetBool, Trigger
 
+from metasim_ros.core import limits
 from metasim_ros.core.errors import RequestError
 from metasim_ros.core.gaps import GapRecord
 from metasim_ros.core.paths import folders_made, resolve_inside
+from metasim_ros.core.scene.frames import world_frame
 from metasim_ros.core.sim.access import SHUTTING_DOWN, SimulationAccess
 from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.snapshot import apply_load, capture_snapshot, prepare_load, write_captured
-from metasim_ros.core.state import limits
-from metasim_ros.core.state.frames import world_frame
 from metasim_ros.core.text import bounded, log_block
 from metasim_ros.ros.conversions import WorldStateFiller, world_to_states
 from metasim_ros.ros.fast_services import FastServices

@@ -33,10 +33,10 @@ from metasim_ros.core.errors import (
     UnsupportedError,
 )
 from metasim_ros.core.scene.entity_info import EntityInfo
+from metasim_ros.core.scene.frames import world_frame
 from metasim_ros.core.sim import simulator as api
 from metasim_ros.core.sim.access import SHUTTING_DOWN, SimulationAccess
 from metasim_ros.core.sim.physics_loop import PhysicsLoop
-from metasim_ros.core.state.frames import world_frame
 from metasim_ros.core.text import bounded, shown
 from metasim_ros.ros.conversions import fill_pose, fill_twist, stamp, wxyz, xyz
 from metasim_ros.ros.message_sizes import check_message_sizes

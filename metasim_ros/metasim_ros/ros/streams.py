@@ -31,9 +31,9 @@ from sensor_msgs.msg import JointState
 from tf2_msgs.msg import TFMessage
 
 from metasim_ros.core.gaps import GapRecord
+from metasim_ros.core.scene.frames import FrameTree
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.sim.handler import MujocoHandler
-from metasim_ros.core.state.frames import FrameTree
 from metasim_ros.ros.conversions import JointStateFiller, WorldStateFiller, stamp
 from metasim_ros.ros.parameters import SimParameters
 from metasim_ros.ros.readers import anyone_reads

@@ -8,7 +8,7 @@ import numpy as np
 from geometry_msgs.msg import TransformStamped
 from tf2_msgs.msg import TFMessage
 
-from metasim_ros.core.state.frames import Frame, FrameTree
+from metasim_ros.core.scene.frames import Frame, FrameTree
 from metasim_ros.ros.conversions import fill_wxyz, fill_xyz, stamp
 
 

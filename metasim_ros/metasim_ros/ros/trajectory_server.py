@@ -25,6 +25,7 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallb
 from rclpy.node import Node
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from metasim_ros.core import limits
 from metasim_ros.core.control.goals import (
     INVALID_GOAL,
     SUCCESSFUL,
@@ -36,7 +37,6 @@ from metasim_ros.core.control.goals import (
 from metasim_ros.core.control.interpolation import Waypoints
 from metasim_ros.core.errors import RequestError, StateValidationError
 from metasim_ros.core.sim.access import SHUTTING_DOWN, SimulationAccess
-from metasim_ros.core.state import limits
 from metasim_ros.core.text import bounded
 from metasim_ros.ros.conversions import stamp
 from metasim_ros.ros.log_limit import LogLimit

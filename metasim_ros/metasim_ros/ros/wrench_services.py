@@ -9,8 +9,8 @@ from rclpy.callback_groups import CallbackGroup
 from rclpy.node import Node
 from std_srvs.srv import Trigger
 
+from metasim_ros.core import limits
 from metasim_ros.core.sim.access import SimulationAccess
-from metasim_ros.core.state import limits
 from metasim_ros.ros.conversions import xyz
 from metasim_ros.ros.services import replying
 

@@ -20,7 +20,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from metasim_ros.core import MujocoHandler
-from metasim_ros.core.values import MAX_ABS_VALUE, QUAT_NORM_TOLERANCE
+from metasim_ros.core.limits import MAX_ABS_VALUE, QUAT_NORM_TOLERANCE
 
 ARTICULATED = str(Path(__file__).parent / "scenes" / "articulated.xml")
 SCENES = {"default": None, "articulated": ARTICULATED}

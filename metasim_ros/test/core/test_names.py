@@ -19,11 +19,11 @@ from metasim_ros.core import MujocoHandler
 from metasim_ros.core.errors import RequestError
 from metasim_ros.core.scene import markers as mk
 from metasim_ros.core.scene.entities import attach_entity
+from metasim_ros.core.scene.frames import FrameTree
 from metasim_ros.core.scene.named_poses import named_poses
 from metasim_ros.core.scene.names import element_names, spec_body_names
 from metasim_ros.core.scene.urdf import robot_urdf
 from metasim_ros.core.snapshot import load_snapshot
-from metasim_ros.core.state.frames import FrameTree
 from metasim_ros.scenes import default_scene_path
 
 SCENE = str(Path(__file__).parents[1] / "scenes" / "unnamed.xml")

@@ -38,7 +38,7 @@ from metasim_ros.core.control.drives import (
 )
 from metasim_ros.core.control.state import Controls
 from metasim_ros.core.errors import StateValidationError
-from metasim_ros.core.values import MAX_ABS_VALUE
+from metasim_ros.core.limits import MAX_ABS_VALUE
 
 
 @dataclass(frozen=True)

@@ -45,8 +45,8 @@ from metasim_ros.core.control.goals import (
 from metasim_ros.core.control.interpolation import Spline
 from metasim_ros.core.control.record import ControlState
 from metasim_ros.core.errors import StateValidationError
+from metasim_ros.core.limits import MAX_ABS_VALUE
 from metasim_ros.core.text import shown
-from metasim_ros.core.values import MAX_ABS_VALUE
 
 
 def _violation(

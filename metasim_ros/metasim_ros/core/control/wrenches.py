@@ -24,6 +24,7 @@ import numpy as np
 
 from metasim_ros.core.control.record import ControlState
 from metasim_ros.core.errors import RequestError
+from metasim_ros.core.limits import MAX_ABS_VALUE
 from metasim_ros.core.scene.names import element_names
 from metasim_ros.core.text import shown
 from metasim_ros.core.values import as_array
@@ -67,9 +68,9 @@ class AppliedWrenches:
         p = as_array(point, (3,), "reference_point")
         if not (isinstance(duration, (int, float)) and math.isfinite(duration) and duration >= 0):
             raise WrenchError(f"duration {duration!r}: expected finite sim seconds >= 0")
-        if duration > mujoco.mjMAXVAL:  # beyond any sim time; 0 means "until cleared"
+        if duration > MAX_ABS_VALUE:  # beyond any sim time; 0 means "until cleared"
             raise WrenchError(
-                f"duration {duration:g} s exceeds {mujoco.mjMAXVAL:g} (use 0 for until cleared)"
+                f"duration {duration:g} s exceeds {MAX_ABS_VALUE:g} (use 0 for until cleared)"
             )
         steps = 0 if duration == 0 else math.ceil(duration / self._dt - 0.5)
         if duration > 0 and steps == 0:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import mujoco
 import numpy as np
 
-from metasim_ros.core.state.frames import quat_conj, rotate
+from metasim_ros.core.rotations import quat_conj, rotate
 
 _PLANE = int(mujoco.mjtGeom.mjGEOM_PLANE)
 _MESH = int(mujoco.mjtGeom.mjGEOM_MESH)

@@ -41,9 +41,10 @@ from typing import Protocol
 import mujoco
 
 from metasim_ros.core.errors import PathRefusedError, ResourceError
+from metasim_ros.core.limits import MAX_FILE_BYTES
 from metasim_ros.core.paths import resolve_inside
 from metasim_ros.core.scene.budget import Budget, ModelLimits
-from metasim_ros.core.scene.resources import FORMATS, MAX_BYTES
+from metasim_ros.core.scene.resources import FORMATS
 from metasim_ros.core.text import shown
 
 #: Asset file names while MuJoCo parses: absolute, so its parser opens nothing.
@@ -99,9 +100,9 @@ class FolderFiles:
             if not path.is_file():  # a folder, a device, a FIFO: not a model's file
                 raise _not_inside(name, self.what)
             size = path.stat().st_size
-            if size > MAX_BYTES:
+            if size > MAX_FILE_BYTES:
                 raise ResourceError(
-                    "too_large", f"file '{shown(name)}': {size} bytes, more than {MAX_BYTES}"
+                    "too_large", f"file '{shown(name)}': {size} bytes, more than {MAX_FILE_BYTES}"
                 )
             return path.read_bytes()
         except (PathRefusedError, OSError):

@@ -22,6 +22,7 @@ from collections.abc import Collection, Sequence
 import mujoco
 
 from metasim_ros.core.errors import ResourceError, UnknownEntityError
+from metasim_ros.core.limits import MAX_ABS_VALUE, QUAT_NORM_TOLERANCE
 from metasim_ros.core.scene.loading import generated_form
 from metasim_ros.core.scene.names import spec_bodies, spec_body_names
 from metasim_ros.core.text import shown
@@ -35,8 +36,6 @@ _CLASSED = (
     mujoco.mjtObj.mjOBJ_LIGHT,
 )
 
-#: Quaternions further than this from unit norm are refused, not silently renormalised.
-QUAT_TOLERANCE = 1e-6
 
 
 def entity_bodies(spec: mujoco.MjSpec) -> dict[str, mujoco.MjsBody]:
@@ -167,14 +166,14 @@ def free_name(taken: Collection[str], base: str) -> str:
 
 
 def check_pose(pos: Sequence[float], quat: Sequence[float]) -> tuple[list[float], list[float]]:
-    """Finite position within mjMAXVAL and unit quaternion (renormalised within
-    QUAT_TOLERANCE)."""
+    """Finite position within MAX_ABS_VALUE (mjMAXVAL) and unit quaternion (renormalised
+    within QUAT_NORM_TOLERANCE, as every quaternion a request gives)."""
     p, q = [float(v) for v in pos], [float(v) for v in quat]
     if len(p) != 3 or len(q) != 4 or not all(math.isfinite(v) for v in p + q):
         raise ResourceError("pose", f"pose: expected finite pos[3] and quat[4], got {p}, {q}")
-    if max(abs(v) for v in p) > mujoco.mjMAXVAL:  # MuJoCo would reset the state at once
-        raise ResourceError("pose", f"pose: position {p} exceeds {mujoco.mjMAXVAL:g} (mjMAXVAL)")
+    if max(abs(v) for v in p) > MAX_ABS_VALUE:  # MuJoCo would reset the state at once
+        raise ResourceError("pose", f"pose: position {p} exceeds {MAX_ABS_VALUE:g} (mjMAXVAL)")
     norm = math.sqrt(sum(v * v for v in q))
-    if abs(norm - 1.0) > QUAT_TOLERANCE:
+    if abs(norm - 1.0) > QUAT_NORM_TOLERANCE:
         raise ResourceError("pose", f"pose: quaternion {q} is not unit (norm {norm:.9g})")
     return p, [v / norm for v in q]

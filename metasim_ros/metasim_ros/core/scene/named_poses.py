@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 import mujoco
 import numpy as np
 
+from metasim_ros.core.rotations import mat_to_quat
 from metasim_ros.core.scene.loading import ModelInfo
 from metasim_ros.core.scene.names import element_names
-from metasim_ros.core.state.frames import mat_to_quat
 
 #: Sites whose names start with this are named poses (the rest of the name is the name).
 SITE_PREFIX = "pose:"

@@ -17,6 +17,7 @@ from metasim_ros.core.errors import (
     ResourceError,
     UnsupportedError,
 )
+from metasim_ros.core.limits import MAX_FILE_BYTES
 from metasim_ros.core.paths import os_problem, resolve_inside
 from metasim_ros.core.text import shown
 
@@ -24,8 +25,6 @@ from metasim_ros.core.text import shown
 SUFFIXES = (".xml", ".mjcf", ".urdf")
 #: The formats a resource may be in, by root element.
 FORMATS = {"mujoco": "mjcf", "robot": "urdf"}
-#: Largest resource file read (bytes), checked before reading.
-MAX_BYTES = 64 * 1024**2
 
 
 def file_uri(path: Path) -> str:
@@ -78,8 +77,8 @@ def read(path: Path) -> str:
     """The text of a resource file and its format check (root element)."""
     try:
         size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise ResourceError("parse", f"{path}: {size} bytes, more than {MAX_BYTES}")
+        if size > MAX_FILE_BYTES:
+            raise ResourceError("parse", f"{path}: {size} bytes, more than {MAX_FILE_BYTES}")
         text = path.read_text()
     except OSError as exc:
         raise ResourceError("parse", f"{path}: {os_problem(exc)}") from None

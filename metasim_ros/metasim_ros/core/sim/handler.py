@@ -43,12 +43,12 @@ from metasim_ros.core.scene.confine import ModelSource
 from metasim_ros.core.scene.entities import check_name_form, check_pose
 from metasim_ros.core.scene.loading import ModelInfo
 from metasim_ros.core.scene.names import NameTable, element_names
-from metasim_ros.core.sensors import SensorReadings, SensorTable
 from metasim_ros.core.sim.pool import StepPool
 from metasim_ros.core.state.forces import ContactReadings, link_wrenches, read_contacts
 from metasim_ros.core.state.joints import JointReader, JointReading
 from metasim_ros.core.state.reader import StateReader
 from metasim_ros.core.state.schema import Action, State
+from metasim_ros.core.state.sensors import SensorReadings, SensorTable
 from metasim_ros.core.state.writer import Plan, StateWriter
 
 #: MuJoCo's instability warnings (it resets the MjData when one fires).

@@ -30,6 +30,7 @@ from metasim_ros.core.errors import (
     TransitionError,
     UnsupportedError,
 )
+from metasim_ros.core.rotations import quat_mul, rotate
 from metasim_ros.core.scene import bounds as geo
 from metasim_ros.core.scene import resources
 from metasim_ros.core.scene.builder import Outside, Remove, Spawn
@@ -40,7 +41,6 @@ from metasim_ros.core.scene.entity_info import EntityInfo, EntityInfos
 from metasim_ros.core.scene.loading import ModelInfo
 from metasim_ros.core.scene.named_poses import NamedPose, matches_tags, named_poses
 from metasim_ros.core.sim.access import SimulationAccess
-from metasim_ros.core.state.frames import quat_mul, rotate
 from metasim_ros.core.text import shown
 
 #: Reset scopes (bits); 0 and 255 mean everything, as if the node started again.

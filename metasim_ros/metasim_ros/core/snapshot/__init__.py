@@ -21,6 +21,7 @@ import numpy as np
 from tqdm import tqdm
 
 from metasim_ros.core.errors import SnapshotError
+from metasim_ros.core.limits import MAX_SNAPSHOT_BYTES
 from metasim_ros.core.paths import os_problem
 from metasim_ros.core.sim.handler import PhysicsState
 from metasim_ros.core.snapshot.format import (
@@ -49,7 +50,7 @@ from metasim_ros.core.snapshot.spawned import Edits, read_spawned, spawned_prese
 
 #: Default limit on the size of a snapshot file loaded (bytes). Loading reads single rows, so
 #: large files are cheap; the limit only refuses files no recording plausibly reaches.
-DEFAULT_MAX_BYTES = 16 * 1024**3
+DEFAULT_MAX_BYTES = MAX_SNAPSHOT_BYTES
 
 __all__ = [
     "DEFAULT_MAX_BYTES",

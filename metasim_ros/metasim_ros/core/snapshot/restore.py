@@ -21,6 +21,7 @@ import mujoco
 import numpy as np
 
 from metasim_ros.core.errors import SnapshotError
+from metasim_ros.core.limits import MAX_ABS_VALUE, MAX_SNAPSHOT_STEPS
 from metasim_ros.core.scene.builder import Attach
 from metasim_ros.core.snapshot.bodies import body_rows
 from metasim_ros.core.snapshot.io import LayoutMismatchError
@@ -32,10 +33,7 @@ from metasim_ros.core.snapshot.strategies import STRATEGIES
 #: Default verification tolerance: radians / metres / (rad|m)/s. Exact layouts reach 0.
 DEFAULT_TOLERANCE = 1e-6
 #: Default limit on the number of states (trajectory length) of a file loaded or saved.
-DEFAULT_MAX_STEPS = 100_000
-#: A restored qpos/qvel beyond this is refused: mj_step would reset the simulation
-#: (MuJoCo's mjMAXVAL).
-_MAX_VALUE = float(mujoco.mjMAXVAL)
+DEFAULT_MAX_STEPS = MAX_SNAPSHOT_STEPS
 
 
 @dataclasses.dataclass
@@ -210,9 +208,9 @@ def _check_magnitude(data: mujoco.MjData) -> None:
     """A restored state MuJoCo would throw away at the next step is not a state."""
     for name in ("qpos", "qvel"):
         values = getattr(data, name)
-        if not (np.abs(values) <= _MAX_VALUE).all():
+        if not (np.abs(values) <= MAX_ABS_VALUE).all():
             raise LayoutMismatchError(
-                f"restored {name} holds values beyond {_MAX_VALUE:g} (MuJoCo's mjMAXVAL)"
+                f"restored {name} holds values beyond {MAX_ABS_VALUE:g} (MuJoCo's mjMAXVAL)"
             )
 
 

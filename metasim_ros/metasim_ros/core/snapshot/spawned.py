@@ -24,10 +24,10 @@ import h5py
 import numpy as np
 
 from metasim_ros.core.errors import SceneError, SnapshotError
+from metasim_ros.core.limits import MAX_FILE_BYTES
 from metasim_ros.core.scene.builder import Attach
 from metasim_ros.core.scene.confine import ModelSource
 from metasim_ros.core.scene.loading import ModelInfo
-from metasim_ros.core.scene.resources import MAX_BYTES
 from metasim_ros.core.text import shown
 
 GROUP = "spawned_entities"
@@ -80,8 +80,8 @@ def _files(group: object) -> dict[str, bytes]:
     for d in group.values():
         if not isinstance(d, h5py.Dataset) or d.dtype != np.uint8 or d.ndim != 1:
             raise ValueError("a stored file is not a uint8 vector")
-        if d.shape[0] > MAX_BYTES:  # checked before reading: it may be compressed
-            raise ValueError(f"a stored file of {d.shape[0]} bytes, more than {MAX_BYTES}")
+        if d.shape[0] > MAX_FILE_BYTES:  # checked before reading: it may be compressed
+            raise ValueError(f"a stored file of {d.shape[0]} bytes, more than {MAX_FILE_BYTES}")
         name = d.attrs["name"]
         out[name.decode() if isinstance(name, bytes) else str(name)] = d[()].tobytes()
     return out

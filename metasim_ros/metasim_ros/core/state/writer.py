@@ -29,6 +29,7 @@ from metasim_ros.core.control.drives import POSITION
 from metasim_ros.core.control.state import Controls
 from metasim_ros.core.errors import StateValidationError
 from metasim_ros.core.joint_kinds import BALL, KINDS, ONE_DOF_TYPES
+from metasim_ros.core.limits import MAX_ABS_VALUE
 from metasim_ros.core.state.reader import ModelLayout, StateReader
 from metasim_ros.core.state.schema import (
     BODY_KEYS,
@@ -38,7 +39,7 @@ from metasim_ros.core.state.schema import (
     SECTIONS,
     TARGET_KEYS,
 )
-from metasim_ros.core.values import MAX_ABS_VALUE, as_array, as_mapping, as_quat, as_scalar
+from metasim_ros.core.values import as_array, as_mapping, as_quat, as_scalar
 
 
 @dataclass

@@ -1,6 +1,7 @@
 # Copyright 2026 metasim_ros developers
 # SPDX-License-Identifier: Apache-2.0
-"""Request size limits, in one place.
+"""Every bound the package applies, in one place: values, quaternions, request sizes,
+files and snapshots. (Model limits are parameters: core/scene/budget.py.)
 
 Anyone on the ROS domain can send a request; rclpy builds every Python object of it
 before a callback runs, and that cost cannot be refused. What a callback builds from
@@ -15,7 +16,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sized
 
+import mujoco
+
 from metasim_ros.core.errors import RequestTooLargeError
+
+#: Largest magnitude accepted for any value: MuJoCo's mjMAXVAL. mj_step resets a simulation
+#: whose qpos or qvel exceed it ("bad qpos/qvel"), so a larger value could never be simulated.
+MAX_ABS_VALUE = float(mujoco.mjMAXVAL)
+#: A quaternion whose norm is further than this from 1 is refused, not renormalised.
+QUAT_NORM_TOLERANCE = 1e-3
+#: Largest model or resource file read (bytes), checked before reading.
+MAX_FILE_BYTES = 64 * 1024**2
+#: Largest snapshot file a load opens (bytes, checked before opening; the node's
+#: snapshot_max_bytes parameter defaults to it).
+MAX_SNAPSHOT_BYTES = 1024**3
+#: Most states (trajectory steps) a snapshot may declare to be loaded (snapshot_max_steps).
+MAX_SNAPSHOT_STEPS = 100_000
 
 #: Characters of any name or free-text field of a request: model, joint, body, entity,
 #: frame, tag, snapshot group, filter.

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
+from metasim_ros.core.rotations import mat_to_quat, quat_conj, quat_mul, rotate
 from metasim_ros.core.scene.cameras import MJ_TO_OPTICAL
 from metasim_ros.core.scene.names import element_names
 
@@ -28,40 +29,6 @@ _SITE = mujoco.mjtObj.mjOBJ_SITE
 #: MuJoCo camera frame (x right, y up, looking along -z) -> REP-103 body frame of the
 #: camera (x forward, y left, z up): columns are the REP-103 axes in MuJoCo's frame.
 _MJ_TO_BODY = np.array([[0.0, -1.0, 0.0], [0.0, 0.0, 1.0], [-1.0, 0.0, 0.0]])
-
-
-def mat_to_quat(mat: np.ndarray) -> np.ndarray:
-    """wxyz unit quaternion of a 3x3 rotation matrix (MuJoCo's mju_mat2Quat)."""
-    q = np.empty(4)
-    mujoco.mju_mat2Quat(q, np.ascontiguousarray(mat, dtype=np.float64).ravel())
-    return q
-
-
-def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Hamilton products of [..., 4] wxyz quaternion arrays."""
-    aw, ax, ay, az = np.moveaxis(a, -1, 0)
-    bw, bx, by, bz = np.moveaxis(b, -1, 0)
-    return np.stack(
-        [
-            aw * bw - ax * bx - ay * by - az * bz,
-            aw * bx + ax * bw + ay * bz - az * by,
-            aw * by - ax * bz + ay * bw + az * bx,
-            aw * bz + ax * by - ay * bx + az * bw,
-        ],
-        axis=-1,
-    )
-
-
-def quat_conj(q: np.ndarray) -> np.ndarray:
-    """Conjugates of [..., 4] wxyz quaternions: the inverse rotation for unit ones."""
-    return q * np.array([1.0, -1.0, -1.0, -1.0])
-
-
-def rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Rotate [..., 3] vectors by [..., 4] unit quaternions."""
-    w, u = q[..., :1], q[..., 1:]
-    t = 2.0 * np.cross(u, v)
-    return v + w * t + np.cross(u, t)
 
 
 @dataclass(frozen=True)
