@@ -143,7 +143,7 @@ class WorldStateFiller:
         msg.header.stamp = stamp(sim_time)
         by_name = {r.name: r for r in readings}
         for ms, info in zip(msg.model_states, self._models):
-            m = state["robots" if info.kind == "robot" else "objects"][info.name]
+            m = state[info.section][info.name]
             fill_pose(ms.pose, m["pos"], m["rot"])
             fill_twist(ms.twist, m["vel"], m["ang_vel"])
             for ls, body_id in zip(ms.link_states, info.body_ids):
@@ -317,7 +317,7 @@ def world_to_states(
                     f"only '{shown(world_frame)}' is supported, got '{shown(ms.reference_frame)}'",
                 )
             info = infos[ms.name]
-            section = "robots" if info.kind == "robot" else "objects"
+            section = info.section
             mask = ms.field_mask
             if mask & ~ModelState.ALL:
                 raise StateValidationError(

@@ -47,6 +47,8 @@ from metasim_ros.core.control.laws import Gains, parse_gains
 from metasim_ros.core.errors import ConfigurationError
 from metasim_ros.core.paths import ros_home
 from metasim_ros.core.scene.budget import ModelLimits
+from metasim_ros.core.scene.markers import NUM_GROUPS, VISIBLE_GROUPS
+from metasim_ros.core.sim.access import DIVERGENCE_POLICIES
 
 #: Largest ROS integer parameter (int64): the upper end of ranges with no upper bound.
 _INT64_MAX = 2**63 - 1
@@ -296,7 +298,7 @@ class SimParameters:
         "'reset' it to the initial state and continue, or 'pause' the simulation; "
         "both are logged and reported by ~/status",
         dynamic=True,
-        choices=("reset", "pause"),
+        choices=DIVERGENCE_POLICIES,
     )
     snapshot_dir: str = _p(
         "",
@@ -346,12 +348,12 @@ class SimParameters:
         dynamic=True,
     )
     marker_groups: list[int] = _p(
-        [0, 1, 2],
+        list(VISIBLE_GROUPS),
         "geom groups drawn in ~/scene_markers and in robot_description's visuals (MuJoCo's "
         "viewer shows 0-2)",
         dynamic=True,
         low=0,
-        high=5,
+        high=NUM_GROUPS - 1,
         item=int,
     )
     joint_command_topic: str = _p(

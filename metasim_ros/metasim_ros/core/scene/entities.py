@@ -37,7 +37,6 @@ _CLASSED = (
 )
 
 
-
 def entity_bodies(spec: mujoco.MjSpec) -> dict[str, mujoco.MjsBody]:
     """The direct children of the worldbody (the scene's entities) by element name."""
     names = spec_body_names(spec)

@@ -30,6 +30,9 @@ _WRAP_JOINT = mujoco.mjtWrap.mjWRAP_JOINT
 class ModelInfo:
     """One model of the scene; names are the scene's element names (core.scene.names)."""
 
+    #: Where a MetaSim state holds models of each kind.
+    SECTIONS = {"robot": "robots", "object": "objects"}
+
     name: str
     kind: str  # "object" | "robot"
     root_body: int  # body id of the model root (direct child of world)
@@ -39,6 +42,11 @@ class ModelInfo:
     body_ids: tuple[int, ...]
     joint_ids: tuple[int, ...]
     free_joint: int  # joint id of the root free joint, -1 if none
+
+    @property
+    def section(self) -> str:
+        """The section of a MetaSim state that holds this model: "robots" or "objects"."""
+        return self.SECTIONS[self.kind]
 
 
 @dataclass(frozen=True)

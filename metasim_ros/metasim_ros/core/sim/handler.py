@@ -47,7 +47,7 @@ from metasim_ros.core.sim.pool import StepPool
 from metasim_ros.core.state.forces import ContactReadings, link_wrenches, read_contacts
 from metasim_ros.core.state.joints import JointReader, JointReading
 from metasim_ros.core.state.reader import StateReader
-from metasim_ros.core.state.schema import Action, State
+from metasim_ros.core.state.schema import MODEL_SECTIONS, Action, State
 from metasim_ros.core.state.sensors import SensorReadings, SensorTable
 from metasim_ros.core.state.writer import Plan, StateWriter
 
@@ -613,7 +613,7 @@ class MujocoHandler:
         if not self.sensors.by_model:
             return
         sensordata = self._datas[env_id].sensordata
-        for section in ("objects", "robots"):
+        for section in MODEL_SECTIONS:
             for name, entry in state[section].items():
                 sensors = self.sensors.model_entry(name, sensordata)
                 if sensors is not None:

@@ -219,7 +219,7 @@ class Simulator:
         out = []
         acc = np.zeros(6)
         for info in infos:
-            s = state["robots" if info.kind == "robot" else "objects"][info.name]
+            s = state[info.section][info.name]
             mujoco.mj_objectAcceleration(
                 m, scratch, mujoco.mjtObj.mjOBJ_BODY, info.root_body, acc, 0
             )
@@ -265,13 +265,13 @@ class Simulator:
                 if pose is not None:
                     values["pos"], values["rot"] = pose
                     if twist is None:  # the world twist stays (MuJoCo keeps it in body axes)
-                        section = "robots" if info.kind == "robot" else "objects"
+                        section = info.section
                         now = h.get_states([0], render=False)[0][section][name]
                         twist = (now["vel"], now["ang_vel"])
                 if twist is not None:
                     values["vel"], values["ang_vel"] = list(twist[0]), list(twist[1])
                 if values:
-                    section = "robots" if info.kind == "robot" else "objects"
+                    section = info.section
                     h.set_states([{section: {name: values}}], [0])
         self._sim.changed()
         if acceleration is not None and info.free:

@@ -23,10 +23,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from metasim_ros.core.scene.loading import ModelInfo
+
 State = dict[str, dict[str, dict[str, Any]]]
 Action = dict[str, dict[str, dict[str, float]]]
 
-SECTIONS = ("objects", "robots", "cameras")
+#: The sections of a state holding models (ModelInfo.section), and all sections.
+MODEL_SECTIONS = tuple(ModelInfo.SECTIONS[k] for k in ("object", "robot"))
+SECTIONS = (*MODEL_SECTIONS, "cameras")
 #: Outputs only: accepted in a state given to set_states (a read state sent back), ignored.
 READ_ONLY_KEYS = ("sensors",)
 MODEL_KEYS = ("pos", "rot", "vel", "ang_vel", "dof_pos", "dof_vel", "body") + READ_ONLY_KEYS

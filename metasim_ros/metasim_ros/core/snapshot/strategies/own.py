@@ -53,6 +53,7 @@ from metasim_ros.core.snapshot.strategies.assign import (
     matched,
     set_states_or_mismatch,
 )
+from metasim_ros.core.state.schema import MODEL_SECTIONS
 
 
 def _own_version(f: h5py.File) -> int:
@@ -290,7 +291,7 @@ class MetaSimTreeStrategy:
         tree = envs[trees[0]]["state"]
         models = [
             f"{kind}/{decode_key(m)}"
-            for kind in ("robots", "objects")
+            for kind in MODEL_SECTIONS
             if isinstance(tree.get(kind), h5py.Group)
             for m in tree[kind]
         ]
@@ -423,7 +424,7 @@ def read_tree(group: h5py.Group, index: int) -> dict[str, Any]:
 
 def _check_tree(tree: dict[str, Any], where: str) -> None:
     """The parts of a State the restore reads are mappings where a State has mappings."""
-    for kind in ("objects", "robots"):
+    for kind in MODEL_SECTIONS:
         models = tree.get(kind, {})
         if not isinstance(models, dict):
             raise LayoutMismatchError(f"{where}/{kind} is not a group of models")
@@ -460,7 +461,7 @@ def _fit_request(
     warnings: list[str] = []
     left_out: list[str] = []
     seen = set()
-    for kind in ("objects", "robots"):
+    for kind in MODEL_SECTIONS:
         for name, mstate in file_state.get(kind, {}).items():
             info = infos.get(name)
             if info is None:
@@ -487,7 +488,7 @@ def _fit_request(
                         if j not in values
                     ]
                 req[key] = values
-            request["robots" if info.kind == "robot" else "objects"][name] = req
+            request[info.section][name] = req
     if not seen:
         raise LayoutMismatchError("no model of the file's state tree is in this scene")
     left_out += [
@@ -514,7 +515,7 @@ def _expect_bodies(
     """Body poses and velocities the file holds, for bodies this model has; the others listed."""
     missing: list[str] = []
     names = element_names(model).body
-    for group in ("objects", "robots"):
+    for group in MODEL_SECTIONS:
         for mstate in file_state.get(group, {}).values():
             for bname, b in mstate.get("body", {}).items():
                 bid = names.id(bname)
