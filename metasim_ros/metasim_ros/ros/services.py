@@ -176,7 +176,7 @@ class SimServices:
             return len(states)
 
         response.success = True
-        response.message = f"set {self._sim.edit(apply)} environment(s)"
+        response.message = f"set {self._sim.change(apply)} environment(s)"
         return response
 
     @replying

@@ -1,7 +1,7 @@
 # Copyright 2026 metasim_ros developers
 # SPDX-License-Identifier: Apache-2.0
 """The standard ROS simulator API (simulation_interfaces 2.1.0): every service and the
-SimulateSteps action, served over `core.sim.simulator.Simulator`.
+SimulateSteps action, served over `core.sim.simulator.SimulatorApi`.
 
 Callbacks convert messages, call the core and reply; `answering` maps the core's
 errors to the standard's Result codes (service-specific ones above 100 where the
@@ -200,7 +200,7 @@ class SimInterfaces:
         self._sim = sim
         self.log_error = node.get_logger().error
         self.world_frame = world_frame(params.frame_prefix)
-        self.api = api.Simulator(
+        self.api = api.SimulatorApi(
             sim,
             scene=params.scene or None,
             robots=params.robots or None,
@@ -284,7 +284,7 @@ class SimInterfaces:
 
     def _simulate_steps(self, goal_handle):
         """SimulateSteps, while paused: slices of ACTION_SLICE steps taken as one request
-        (Simulator.stepping), feedback after each. Ends SUCCEEDED once every step is taken;
+        (SimulatorApi.stepping), feedback after each. Ends SUCCEEDED once every step is taken;
         CANCELED with the steps taken when the client cancels it, or a pause or a newer
         step request pre-empts it (as ~/step); ABORTED (OPERATION_FAILED) when refused
         (playing, no world) or when the node shuts down."""

@@ -29,7 +29,7 @@ class WrenchServices:
         """~/apply_wrench: one body, world-frame force at a point plus torque, for a duration."""
         limits.check_name("body", request.body)
         force, torque, point = xyz(request.force), xyz(request.torque), xyz(request.reference_point)
-        text = self._sim.edit(
+        text = self._sim.change(
             lambda h: h.apply_wrench(
                 request.env_id, request.body, force, torque, point, request.duration
             )
@@ -40,6 +40,6 @@ class WrenchServices:
     @replying
     def clear_wrenches(self, request: Trigger.Request, response: Trigger.Response):
         """~/clear_wrenches: remove every applied wrench of every env."""
-        self._sim.edit(lambda h: h.clear_wrenches())
+        self._sim.change(lambda h: h.clear_wrenches())
         response.success, response.message = True, "every applied wrench removed"
         return response

@@ -51,7 +51,7 @@ def scramble() -> Callable[[MujocoHandler, int], None]:
         rng = np.random.default_rng(seed)
         m = h.model
         for e in range(h.num_envs):
-            with h.editing(e) as d:
+            with h.writing(e) as d:
                 d.qpos[:] = m.qpos0 + 0.1 * rng.standard_normal(m.nq)
                 d.qvel[:] = rng.standard_normal(m.nv)
                 for j in range(m.njnt):

@@ -75,7 +75,7 @@ def make_scene(name: str) -> Scene:
     scene = Scene(h, models, tuple(h.cameras))
     rng = np.random.default_rng(3)
     for e in range(h.num_envs):  # move every joint a little, differently per env
-        with h.editing(e) as d:
+        with h.writing(e) as d:
             d.qvel[:] = 0.3 * rng.standard_normal(m.nv)
     h.step(n=5)
     scene.base = h.get_states(render=False)

@@ -80,7 +80,7 @@ def test_set_gains_applies_from_the_next_step_and_survives_model_changes():
     before the step); refused gains change nothing; a spawn keeps the new gains."""
     h = MujocoHandler(ACTUATED, num_envs=2, kp=100.0, kd=2.0)
     h.command({"motor_hinge": JointCommand(position=0.5)})
-    with h.editing(1) as d:
+    with h.writing(1) as d:
         d.qpos[h.model.joint("motor_hinge").qposadr[0]] = -0.2
 
     def check(kp: float, kd: float) -> None:

@@ -75,7 +75,7 @@ class Sim:
 
     def restore(self) -> None:
         self.h.set_states([{"robots": self.targets}])
-        with self.h.editing(0) as d:
+        with self.h.writing(0) as d:
             mujoco.mj_setState(self.h.model, d, self.row, _SIG)  # after: ctrl as it was
         assert self.fingerprint() == self.print
 

@@ -116,7 +116,7 @@ def test_equality_flags_and_mocap_poses_follow_their_elements_through_edits():
     h = MujocoHandler(text, num_envs=2)
     h.spawn("arm", ARM, (1.0, 1.0, 1.0))
     h.spawn("arm2", ARM, (2.0, 1.0, 1.0))
-    with h.editing(1) as d:
+    with h.writing(1) as d:
         d.eq_active[1] = True  # arm2's weld, in env 1 only
         d.mocap_pos[0] = [9.0, 8.0, 7.0]
     h.step(n=5)

@@ -49,7 +49,7 @@ def test_last_sim_time_follows_every_release_of_the_simulation():
     h = MujocoHandler()
     loop = PhysicsLoop(h, 0.0)
     with loop.access():
-        with h.editing(0) as data:
+        with h.writing(0) as data:
             data.time = 12.5  # what a restored snapshot does
     assert loop.last_sim_time == 12.5
 

@@ -23,7 +23,7 @@ from metasim_ros.core.errors import (
     UnsupportedError,
 )
 from metasim_ros.core.sim.access import SimulationAccess
-from metasim_ros.core.sim.simulator import Simulator
+from metasim_ros.core.sim.simulator import SimulatorApi
 
 TILTED = """<mujoco><worldbody>
   <body name="slab" pos="1 2 3" quat="0.9238795 0 0.3826834 0"><freejoint/>
@@ -35,12 +35,12 @@ TILTED = """<mujoco><worldbody>
 
 
 @pytest.fixture
-def api(tmp_path) -> Simulator:
+def api(tmp_path) -> SimulatorApi:
     for d in ("spawn", "worlds"):
         (tmp_path / d).mkdir()
     sim = SimulationAccess(MujocoHandler(TILTED), 1.0)
     sim.pause(True)
-    return Simulator(
+    return SimulatorApi(
         sim,
         scene=None,
         robots=None,

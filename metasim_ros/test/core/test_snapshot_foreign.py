@@ -293,7 +293,7 @@ def test_per_object_file_with_some_objects_is_partial(tmp_path, scene):
 def test_own_format_continues_bitwise_on_both_scenes(tmp_path, scene):
     """Version 3 (written now): restore, then 1000 steps equal the source's 1000 steps."""
     a = MujocoHandler(SCENES[scene])
-    with a.editing(0) as d:
+    with a.writing(0) as d:
         d.qvel[:] = np.random.default_rng(2).standard_normal(a.model.nv)
     a.step(n=30)
     path = save_snapshot(a, tmp_path / "own.h5")

@@ -61,7 +61,7 @@ def test_v1_file_restores_bit_exactly_and_continues(name, index):
     truth = MujocoHandler(xml)
     if targets:
         truth.set_states([{"robots": targets}])
-    with truth.editing(0) as d:
+    with truth.writing(0) as d:
         mujoco.mj_setState(truth.model, d, row, _SPEC)
     b.step(n=CONTINUE)
     truth.step(n=CONTINUE)

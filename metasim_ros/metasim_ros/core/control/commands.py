@@ -78,16 +78,16 @@ def _mode(key: str, c: JointCommand) -> int:
 
 
 @dataclass
-class CommandPlan:
+class CommandWrite:
     """Validated commands: target index -> (mode, command); unactuated dof -> effort."""
 
     targets: dict[int, tuple[int, JointCommand]]
     applied: dict[int, float]
 
 
-def plan_commands(layout: ControlLayout, commands: Mapping[str, JointCommand]) -> CommandPlan:
+def plan_commands(layout: ControlLayout, commands: Mapping[str, JointCommand]) -> CommandWrite:
     """Check every command against the joint's driver; nothing is written."""
-    plan = CommandPlan({}, {})
+    plan = CommandWrite({}, {})
     for name, c in commands.items():
         key = f"joint_command.{name}"
         i = layout.index.get(name)
@@ -109,7 +109,7 @@ def plan_commands(layout: ControlLayout, commands: Mapping[str, JointCommand]) -
     return plan
 
 
-def apply_commands(controls: Controls, env: int, data: mujoco.MjData, plan: CommandPlan) -> None:
+def apply_commands(controls: Controls, env: int, data: mujoco.MjData, plan: CommandWrite) -> None:
     """Write a validated plan into one env's control state, ctrl and qfrc_applied."""
     c, qadr = controls.envs[env], controls.layout.qadr
     for i, (mode, cmd) in plan.targets.items():

@@ -88,7 +88,7 @@ def per_joint_gains(
 
 
 @dataclass
-class _Plan:
+class _EnvLaw:
     """What the laws of one env need for its current joint modes and gains (index arrays,
     gains, buffers), so a step does no mask or index work."""
 
@@ -139,7 +139,7 @@ class Laws:
         self._driven = bool(len(self._motor_act) > 0 or balls.names)
         #: per env, with its own buffers: envs step side by side on threads (a buffer
         #: shared between envs would mix their forces)
-        self._plans: dict[int, _Plan] = {}
+        self._plans: dict[int, _EnvLaw] = {}
 
     def split(self, state: ControlState) -> bool:
         """Stable PD needs the current state's mass matrix: step as mj_step1, law,
@@ -175,7 +175,7 @@ class Laws:
         for b, acts in enumerate(balls.act):
             data.ctrl[acts] = balls.torque_to_ctrl[b] @ force[n + 3 * b : n + 3 * b + 3]
 
-    def _plan(self, version: int, c: ControlState) -> _Plan:
+    def _plan(self, version: int, c: ControlState) -> _EnvLaw:
         """The index arrays and gains of an env's joint modes and gains."""
         lay = self._lay
         servos = lay.servo_idx[c.mode[lay.servo_idx] == VELOCITY]
@@ -188,7 +188,7 @@ class Laws:
         damped = kd > 0
         sel = dofs[damped]
         lo, hi = lay.range
-        return _Plan(
+        return _EnvLaw(
             version=version,
             servos=servos,
             servo_act=lay.act[servos],
@@ -229,7 +229,7 @@ class Laws:
                 mujoco.mju_quatIntegrate(quat, data.qvel[ds], self.dt)
             mujoco.mju_subQuat(err[3 * b : 3 * b + 3], c.ball_pos[b], quat)
 
-    def _stable(self, data: mujoco.MjData, force: np.ndarray, p: _Plan) -> None:
+    def _stable(self, data: mujoco.MjData, force: np.ndarray, p: _EnvLaw) -> None:
         """Subtract kd*dt*qacc from the PD forces (in place), qacc solved with the mass
         matrix and the damping at the next step (see the module docstring)."""
         m = self._model

@@ -94,7 +94,7 @@ class SimulationAccess:
         the version they were built for, while holding the lock, and rebuild first."""
         return self.handler.model_version
 
-    def edit(self, change: Callable[[MujocoHandler], T]) -> T:
+    def change(self, change: Callable[[MujocoHandler], T]) -> T:
         """Run a change (``lambda h: h.set_states(...)``, ``lambda h: h.spawn(...)``) under the
         lock, then tell the publishers. A model change is counted by the handler; every part
         follows on its next read."""

@@ -49,7 +49,7 @@ from metasim_ros.core.state.joints import JointReader, JointReading
 from metasim_ros.core.state.reader import StateReader
 from metasim_ros.core.state.schema import MODEL_SECTIONS, Action, State
 from metasim_ros.core.state.sensors import SensorReadings, SensorTable
-from metasim_ros.core.state.writer import Plan, StateWriter
+from metasim_ros.core.state.writer import StateWrite, StateWriter
 
 #: MuJoCo's instability warnings (it resets the MjData when one fires).
 _UNSTABLE = (
@@ -255,7 +255,7 @@ class MujocoHandler:
         mujoco.mj_copyData(dest, self._model, self.synced_data(env_id))
 
     @contextmanager
-    def editing(self, env_id: int) -> Iterator[mujoco.MjData]:
+    def writing(self, env_id: int) -> Iterator[mujoco.MjData]:
         """Write one env's MjData directly (qpos/qvel, mj_setState, ...).
 
         The derived quantities are recomputed on the next synced read, not here: a
@@ -283,7 +283,7 @@ class MujocoHandler:
                 "integration_state",
                 f"expected {self._state_size} values, got {state.integration.shape}",
             )
-        with self.editing(env_id) as data:
+        with self.writing(env_id) as data:
             if state.control is not None:
                 self._controls.restore(env_id, state.control)
             mujoco.mj_setState(self._model, data, state.integration, INTEGRATION_STATE)
@@ -648,14 +648,14 @@ class MujocoHandler:
         Raises WrenchError (nothing changed) for bad input."""
         e = self._env_ids([env_id])[0]
         self._sync((e,))  # the wrench moves to the centre of mass: xipos must be current
-        with self.editing(e) as data:
+        with self.writing(e) as data:
             c = self._controls.envs[e]
             return self._wrenches.apply(e, c, data, body, force, torque, point, duration)
 
     def clear_wrenches(self, env_ids: Sequence[int] | None = None) -> None:
         """Remove every applied wrench of the envs (default: all)."""
         for e in self._env_ids(env_ids):
-            with self.editing(e) as data:
+            with self.writing(e) as data:
                 self._wrenches.clear(self._controls.envs[e], data)
 
     def _render(self, data: mujoco.MjData, state: State) -> None:
@@ -673,7 +673,7 @@ class MujocoHandler:
 
     def _plans(
         self, requests: Any, env_ids: Sequence[int] | None, what: str, action: bool
-    ) -> list[Plan]:
+    ) -> list[StateWrite]:
         ids = self._env_ids(env_ids)
         self._sync(ids)
         if not isinstance(requests, Sequence) or isinstance(requests, (str, bytes)):
@@ -771,7 +771,7 @@ class MujocoHandler:
         ids = self._env_ids(env_ids)
         plan = plan_commands(self._controls.layout, commands)
         for e in ids:
-            with self.editing(e) as data:
+            with self.writing(e) as data:
                 apply_commands(self._controls, e, data, plan)
 
     # -- trajectories ----------------------------------------------------------------

@@ -101,7 +101,7 @@ def check_region(region: Region) -> None:
         raise RequestError("a sphere's radius (points[1].x) must be >= 0")
 
 
-class Simulator:
+class SimulatorApi:
     """The standard API's operations, each taking the simulation lock briefly."""
 
     def __init__(
@@ -462,7 +462,7 @@ class Simulator:
                 if scope & RESET_STATE:
                     h.reset()
                 for e, t in enumerate(times):
-                    with h.editing(e) as d:
+                    with h.writing(e) as d:
                         d.time = 0.0 if scope & RESET_TIME else t
             self._sim.changed()
 

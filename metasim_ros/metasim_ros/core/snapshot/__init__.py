@@ -33,6 +33,7 @@ from metasim_ros.core.snapshot.format import (
     state_size,
     write_snapshot,
 )
+from metasim_ros.core.snapshot.handler_view import HandlerView
 from metasim_ros.core.snapshot.io import LayoutMismatchError, open_snapshot
 from metasim_ros.core.snapshot.plan import LoadRequest
 from metasim_ros.core.snapshot.restore import (
@@ -45,7 +46,6 @@ from metasim_ros.core.snapshot.restore import (
     check_tolerance,
     prepare,
 )
-from metasim_ros.core.snapshot.simulation import Simulation
 from metasim_ros.core.snapshot.spawned import Edits, read_spawned, spawned_present
 
 #: Default limit on the size of a snapshot file loaded (bytes). Loading reads single rows, so
@@ -72,7 +72,7 @@ __all__ = [
 
 
 def capture_snapshot(
-    handler: Simulation,
+    handler: HandlerView,
     path: str | os.PathLike[str],
     env_ids: Sequence[int] | None = None,
     trajectory: Any = None,
@@ -112,7 +112,7 @@ def capture_snapshot(
     return capture_for_save(handler, ids, rows, controls)
 
 
-def write_captured(sim: Simulation, path: str | os.PathLike[str], capture: SaveCapture) -> Path:
+def write_captured(sim: HandlerView, path: str | os.PathLike[str], capture: SaveCapture) -> Path:
     """The second half of a save, without the lock: body rows on a scratch MjData, the file
     written atomically. ``sim`` is used for its model facts only."""
     target = Path(path)
@@ -124,7 +124,7 @@ def write_captured(sim: Simulation, path: str | os.PathLike[str], capture: SaveC
 
 
 def save_snapshot(
-    handler: Simulation,
+    handler: HandlerView,
     path: str | os.PathLike[str],
     env_ids: Sequence[int] | None = None,
     trajectory: Any = None,
@@ -140,7 +140,7 @@ def save_snapshot(
 
 
 def prepare_load(
-    sim: Simulation,
+    sim: HandlerView,
     path: str | os.PathLike[str],
     index: int = -1,
     env_id: int = 0,
@@ -185,13 +185,13 @@ def prepare_load(
 
 
 def apply_load(
-    handler: Simulation,
+    handler: HandlerView,
     prepared: PreparedLoad,
     *,
     tolerance: float = DEFAULT_TOLERANCE,
     allow_partial: bool = False,
     edits: Edits | None = None,
-    locked: Callable[[], AbstractContextManager[Simulation]] | None = None,
+    locked: Callable[[], AbstractContextManager[HandlerView]] | None = None,
 ) -> RestoreReport:
     """The second half of a load, under the lock: apply, mj_forward, verify against everything
     the file holds; roll back when verification fails or something is left out without
@@ -219,7 +219,7 @@ def apply_load(
 
 
 def load_snapshot(
-    handler: Simulation,
+    handler: HandlerView,
     path: str | os.PathLike[str],
     index: int = -1,
     env_id: int = 0,
@@ -272,7 +272,7 @@ def inspect_snapshot(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def convert_snapshot(
-    handler: Simulation,
+    handler: HandlerView,
     src: str | os.PathLike[str],
     dst: str | os.PathLike[str],
     *,

@@ -42,8 +42,8 @@ from metasim_ros.core.control.interpolation import Spline, Waypoints
 from metasim_ros.core.control.laws import LAWS
 from metasim_ros.core.control.record import ControlState
 from metasim_ros.core.errors import StateValidationError
+from metasim_ros.core.snapshot.handler_view import HandlerView
 from metasim_ros.core.snapshot.io import LayoutMismatchError, SnapshotError, read_row, row_count
-from metasim_ros.core.snapshot.simulation import Simulation
 
 #: Documents are padded to a multiple of this many bytes.
 PAD = 4096
@@ -148,7 +148,7 @@ def read(group: h5py.Group, index: int, count: int) -> dict[str, Any] | None:
     return doc
 
 
-def decode(doc: dict[str, Any], sim: Simulation, env_id: int, base: ControlState) -> ControlState:
+def decode(doc: dict[str, Any], sim: HandlerView, env_id: int, base: ControlState) -> ControlState:
     """A control state for the current model from a document; `base` (the env's fresh
     control state, holding the restored positions) gives the arrays their shapes and is
     not changed. Raises LayoutMismatchError naming what does not fit."""
@@ -212,7 +212,7 @@ def _number(v: Any, key: str) -> float:
     return float(v)
 
 
-def _read_progress(robot: str, e: Any, sim: Simulation, env_id: int) -> TrajectoryProgress:
+def _read_progress(robot: str, e: Any, sim: HandlerView, env_id: int) -> TrajectoryProgress:
     key = f"trajectory of {str(robot)[:80]}"
     if not isinstance(e, dict):
         raise LayoutMismatchError(f"control state: {key} is not a mapping")

@@ -59,8 +59,8 @@ from metasim_ros.core.scene.builder import Attach
 from metasim_ros.core.sim.handler import INTEGRATION_STATE, PhysicsState
 from metasim_ros.core.snapshot import control as control_io
 from metasim_ros.core.snapshot.bodies import BODY_COLUMNS, trajectory_body_rows
+from metasim_ros.core.snapshot.handler_view import HandlerView
 from metasim_ros.core.snapshot.io import SnapshotError
-from metasim_ros.core.snapshot.simulation import Simulation
 from metasim_ros.core.snapshot.spawned import write_spawned
 
 FORMAT_NAME = "metasim_snapshot"
@@ -84,7 +84,7 @@ def state_size(model: mujoco.MjModel) -> int:
     return int(mujoco.mj_stateSize(model, INTEGRATION_STATE))
 
 
-def capture_state(handler: Simulation, env_id: int = 0) -> np.ndarray:
+def capture_state(handler: HandlerView, env_id: int = 0) -> np.ndarray:
     """The complete integration state of one env (what a trajectory row holds)."""
     return handler.capture(env_id).integration
 
@@ -141,7 +141,7 @@ class SaveCapture:
 
 
 def capture_for_save(
-    handler: Simulation,
+    handler: HandlerView,
     env_ids: Sequence[int],
     trajectory: dict[int, np.ndarray] | None,
     controls: dict[int, list[ControlState]] | None = None,
@@ -190,7 +190,7 @@ def split_captures(
     return rows, controls
 
 
-def _structure(handler: Simulation) -> dict[str, Any]:
+def _structure(handler: HandlerView) -> dict[str, Any]:
     model = handler.model
     return {
         "body_parent": [int(p) for p in model.body_parentid],
@@ -211,7 +211,7 @@ def _structure(handler: Simulation) -> dict[str, Any]:
 
 
 def write_snapshot(
-    handler: Simulation,
+    handler: HandlerView,
     path: str | os.PathLike[str],
     capture: SaveCapture,
 ) -> None:
@@ -247,7 +247,7 @@ _DATASETS = (
 _WHOLE = ("control", "control_rows")
 
 
-def _captured_arrays(handler: Simulation, capture: SaveCapture, e: int) -> dict[str, np.ndarray]:
+def _captured_arrays(handler: HandlerView, capture: SaveCapture, e: int) -> dict[str, np.ndarray]:
     """The datasets of env ``e`` taken from the capture (all but the body rows), as contiguous
     arrays: float64, the control document bytes and their rows."""
     rows, controls = capture.rows[e], capture.controls[e]
@@ -272,7 +272,7 @@ def _captured_arrays(handler: Simulation, capture: SaveCapture, e: int) -> dict[
     return out
 
 
-def _single_image(handler: Simulation, capture: SaveCapture) -> bytes:
+def _single_image(handler: HandlerView, capture: SaveCapture) -> bytes:
     """One state per env: the template's datasets filled in with low-level writes."""
     model = handler.model
     arrays = {}
@@ -297,14 +297,14 @@ def _single_image(handler: Simulation, capture: SaveCapture) -> bytes:
         fid.close()
 
 
-def _trajectory_image(handler: Simulation, capture: SaveCapture, steps: int) -> bytes:
+def _trajectory_image(handler: HandlerView, capture: SaveCapture, steps: int) -> bytes:
     """T states per env in chunked, compressed datasets."""
     arrays = {e: _captured_arrays(handler, capture, e) for e in capture.rows}
     return _arrays_image(handler, arrays, capture.spawned, steps)
 
 
 def write_trajectory(
-    handler: Simulation,
+    handler: HandlerView,
     path: str | os.PathLike[str],
     arrays: dict[int, dict[str, np.ndarray]],
     spawned: dict[str, Attach],
@@ -318,7 +318,7 @@ def write_trajectory(
 
 
 def _arrays_image(
-    handler: Simulation,
+    handler: HandlerView,
     arrays: dict[int, dict[str, np.ndarray]],
     spawned: dict[str, Attach],
     steps: int,
@@ -391,7 +391,7 @@ def _in_memory(image: bytes | None, size: int) -> h5py.h5f.FileID:
     return h5py.h5f.open(name, h5py.h5f.ACC_RDWR, fapl)
 
 
-def _template(handler: Simulation, layout: tuple | None) -> bytes:
+def _template(handler: HandlerView, layout: tuple | None) -> bytes:
     """The file image a save starts from (cached per model, scene and ``layout``): root
     attributes and /model; for a single state (``layout``: per env the datasets and their
     shapes) also the groups and contiguous datasets, filled with zeros."""

@@ -19,7 +19,7 @@ import numpy as np
 
 from metasim_ros.core.control.record import ControlState
 from metasim_ros.core.joint_kinds import dof_slice, qpos_slice
-from metasim_ros.core.snapshot.simulation import Simulation
+from metasim_ros.core.snapshot.handler_view import HandlerView
 
 
 @dataclasses.dataclass
@@ -64,7 +64,7 @@ class Expected:
 
 
 @dataclasses.dataclass
-class Plan:
+class RestorePlan:
     """A layout found in a file, resolved to one state and ready to apply."""
 
     strategy: str
@@ -72,7 +72,7 @@ class Plan:
     index: int  # the state chosen, in range(count)
     #: writes the state into env ``env_id`` of the handler (may raise LayoutMismatchError); runs
     #: under the simulation lock, so everything read from the file is read before
-    apply: Callable[[Simulation, int], None]
+    apply: Callable[[HandlerView, int], None]
     expected: Expected
     warnings: list[str] = dataclasses.field(default_factory=list)
     #: what the file holds that this restore leaves out, and scene parts the file does not cover
@@ -101,8 +101,8 @@ class Strategy(Protocol):
     def describe(self, f: h5py.File) -> dict[str, Any] | None:
         """Counts and facts about this layout in ``f`` (no model needed), None if absent."""
 
-    def plan(self, f: h5py.File, sim: Simulation, request: LoadRequest) -> Plan | None:
-        """A ready-to-apply Plan, or None if the layout is absent.
+    def plan(self, f: h5py.File, sim: HandlerView, request: LoadRequest) -> RestorePlan | None:
+        """A ready-to-apply RestorePlan, or None if the layout is absent.
 
         Uses only the model facts of ``sim`` (model, models, robots, target joints), never its
         MjData: plans are made without the simulation lock. Raises ``LayoutMismatchError`` if

@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """The restore chain, in two halves: plan (no lock) and apply + verify (under the lock).
 
-``prepare`` reads everything from the file and resolves each layout present into a Plan using
+``prepare`` reads everything from the file and resolves each layout present into a RestorePlan using
 only the model (immutable), so it runs without the simulation lock. ``apply_prepared`` tries the
-plans in order inside the handler's rollback scope (``Simulation.transaction``), verifies the
+plans in order inside the handler's rollback scope (``HandlerView.transaction``), verifies the
 first that fits against everything the file holds, and rolls back a restore that fails
 verification or leaves something out without ``allow_partial``: the simulation is then bitwise
 unchanged — derived quantities (poses, contacts) and the robot targets included.
@@ -24,9 +24,9 @@ from metasim_ros.core.errors import SnapshotError
 from metasim_ros.core.limits import MAX_ABS_VALUE, MAX_SNAPSHOT_STEPS
 from metasim_ros.core.scene.builder import Attach
 from metasim_ros.core.snapshot.bodies import body_rows
+from metasim_ros.core.snapshot.handler_view import HandlerView
 from metasim_ros.core.snapshot.io import LayoutMismatchError
-from metasim_ros.core.snapshot.plan import Expected, LoadRequest, Plan
-from metasim_ros.core.snapshot.simulation import Simulation
+from metasim_ros.core.snapshot.plan import Expected, LoadRequest, RestorePlan
 from metasim_ros.core.snapshot.spawned import read_spawned
 from metasim_ros.core.snapshot.strategies import STRATEGIES
 
@@ -114,23 +114,23 @@ class PreparedLoad:
 
     path: str
     env_id: int
-    plans: list[Plan]
+    plans: list[RestorePlan]
     tried: list[str]
     #: entities the file's model had spawned at runtime ({} for most files)
     spawned: dict[str, Attach] = dataclasses.field(default_factory=dict)
     #: set when the simulation lacks some of `spawned`: prepares the file again against
     #: the simulation once they are added (plans are empty until then)
-    again: Callable[[Simulation], PreparedLoad] | None = None
+    again: Callable[[HandlerView], PreparedLoad] | None = None
 
 
 def prepare(
     f: h5py.File,
-    sim: Simulation,
+    sim: HandlerView,
     request: LoadRequest,
     max_steps: int | None = DEFAULT_MAX_STEPS,
     spawned: dict[str, Attach] | None = None,
 ) -> PreparedLoad:
-    """Resolve every layout of an open file into a Plan; uses only ``sim``'s model facts.
+    """Resolve every layout of an open file into a RestorePlan; uses only ``sim``'s model facts.
     ``spawned``: the file's spawned entities when the caller has read them already.
 
     Anything unexpected while reading (h5py raises many types for corrupt files) becomes a
@@ -140,7 +140,7 @@ def prepare(
         raise SnapshotError(
             f"env_id {request.env_id} out of range: the simulation has {sim.num_envs} env(s)"
         )
-    plans: list[Plan] = []
+    plans: list[RestorePlan] = []
     tried: list[str] = []
     for strategy in STRATEGIES:
         try:
@@ -176,7 +176,7 @@ def prepare(
 
 
 def apply_prepared(
-    handler: Simulation,
+    handler: HandlerView,
     prepared: PreparedLoad,
     tolerance: float = DEFAULT_TOLERANCE,
     allow_partial: bool = False,
@@ -220,7 +220,7 @@ def _top_level(f: h5py.File) -> str:
 
 
 def _verify(
-    handler: Simulation, env_id: int, plan: Plan, tolerance: float, allow_partial: bool
+    handler: HandlerView, env_id: int, plan: RestorePlan, tolerance: float, allow_partial: bool
 ) -> RestoreReport:
     """Compare MuJoCo's state after mj_forward with every value the file holds."""
     model, data = handler.model, handler.synced_data(env_id)

@@ -57,7 +57,7 @@ class JointReading(NamedTuple):
 _reading = functools.partial(tuple.__new__, JointReading)  # JointReading from a 9-tuple, no checks
 
 
-class _Plan(NamedTuple):
+class _ReadingLayout(NamedTuple):
     """How to read every joint against one reference (indices into the read vector x =
     qpos | qvel | qfrc_actuator)."""
 
@@ -87,7 +87,7 @@ class JointReader:
         ]
         self._gathers: dict[int, Gather] = {}
         self._target_of = {jid: k for k, jid in enumerate(controls.layout.joint_ids)}
-        self._plans: dict[str, _Plan] = {}
+        self._plans: dict[str, _ReadingLayout] = {}
 
     def _gather(self, data: mujoco.MjData) -> Gather:
         """The gather of one of the handler's MjData (kept with it, so an id is never reused)."""
@@ -96,7 +96,7 @@ class JointReader:
             g = self._gathers[id(data)] = Gather(data, self._gather_plan, _JOINT_FIELDS)
         return g
 
-    def _plan(self, reference: str) -> _Plan:
+    def _plan(self, reference: str) -> _ReadingLayout:
         """Which joints have a reference, where their values and references sit."""
         types = self._types
         if reference == "target":
@@ -164,7 +164,7 @@ class JointReader:
         order = [0] * len(placed)
         for k, j in enumerate(placed):
             order[j] = k
-        return _Plan(
+        return _ReadingLayout(
             np.array(v_idx, dtype=np.intp).reshape(3, -1),
             np.array(ref, dtype=np.intp),
             (tuple(v_names), tuple(v_types)),

@@ -43,7 +43,7 @@ from metasim_ros.core.values import as_array, as_mapping, as_quat, as_scalar
 
 
 @dataclass
-class Plan:
+class StateWrite:
     """The writes and checks one environment's request amounts to."""
 
     env: int
@@ -117,9 +117,9 @@ class StateWriter:
         self._scratch_gather = reader.bind(self._scratch)
 
     # -- validation ----------------------------------------------------------------
-    def plan_state(self, env: int, data: mujoco.MjData, state: Any) -> Plan:
-        """Validate one env's (partial) State into a Plan; nothing is written yet."""
-        plan = Plan(env, data)
+    def plan_state(self, env: int, data: mujoco.MjData, state: Any) -> StateWrite:
+        """Validate one env's (partial) State into a StateWrite; nothing is written yet."""
+        plan = StateWrite(env, data)
         state = as_mapping(state, "")
         for section, entries in state.items():
             _check("", section, SECTIONS, "section (expected objects, robots, cameras)")
@@ -134,13 +134,13 @@ class StateWriter:
                     )
         return plan
 
-    def plan_action(self, env: int, data: mujoco.MjData, action: Any) -> Plan:
-        """Validate one env's action (robot joint targets only) into a Plan.
+    def plan_action(self, env: int, data: mujoco.MjData, action: Any) -> StateWrite:
+        """Validate one env's action (robot joint targets only) into a StateWrite.
 
         Spelled ``{robot: {dof_pos_target: {...}, dof_vel_target: {...}}}`` or
         ``{"robots": {...}}``.
         """
-        plan = Plan(env, data)
+        plan = StateWrite(env, data)
         action = as_mapping(action, "")
         prefix = ""
         if set(action) == {"robots"} and "robots" not in self._layouts:
@@ -168,7 +168,7 @@ class StateWriter:
         for k in as_mapping(entry, key):
             _check(key, k, CAMERA_KEYS, "camera key")
 
-    def _plan_model(self, plan: Plan, key: str, lay: ModelLayout, entry: Mapping) -> None:
+    def _plan_model(self, plan: StateWrite, key: str, lay: ModelLayout, entry: Mapping) -> None:
         allowed = ROBOT_KEYS if lay.section == "robots" else MODEL_KEYS
         for k in entry:
             _check(
@@ -196,11 +196,11 @@ class StateWriter:
             if k in entry:
                 self._plan_targets(plan, f"{key}.{k}", lay, k, entry[k])
 
-    def _plan_check(self, plan: Plan, key: str, quantity: str, row: int, value: Any) -> None:
+    def _plan_check(self, plan: StateWrite, key: str, quantity: str, row: int, value: Any) -> None:
         arr = as_quat(value, key) if quantity == "rot" else as_array(value, (3,), key, limit=np.inf)
         plan.checks.append((key, quantity, row, arr))
 
-    def _plan_free_root(self, plan: Plan, key: str, lay: ModelLayout, entry: Mapping) -> None:
+    def _plan_free_root(self, plan: StateWrite, key: str, lay: ModelLayout, entry: Mapping) -> None:
         qa = self._reader.free_qpos[lay.free_index]
         da = self._reader.free_qvel[lay.free_index]
         if "pos" in entry:
@@ -230,7 +230,7 @@ class StateWriter:
                 plan.new_qvel()[da[3:]] = local
 
     def _plan_dofs(
-        self, plan: Plan, key: str, lay: ModelLayout, values: Any, velocity: bool
+        self, plan: StateWrite, key: str, lay: ModelLayout, values: Any, velocity: bool
     ) -> None:
         joints = self._joints[lay.info.name]
         m = self._model
@@ -255,7 +255,7 @@ class StateWriter:
                 plan.new_qpos()[adr : adr + 7] = np.concatenate([arr[:3], as_quat(arr[3:], jkey)])
 
     def _plan_targets(
-        self, plan: Plan, key: str, lay: ModelLayout, which: str, values: Any
+        self, plan: StateWrite, key: str, lay: ModelLayout, which: str, values: Any
     ) -> None:
         layout = self._controls.layout
         index, names = layout.index, layout.names[lay.targets]
@@ -276,7 +276,7 @@ class StateWriter:
             _check(key, name, names, f"target joint of {lay.info.name}")
             dest[index[name]] = as_scalar(value, f"{key}.{name}")
 
-    def check_derived(self, plan: Plan) -> None:
+    def check_derived(self, plan: StateWrite) -> None:
         """Compare the derived values a request gives with what its joints produce."""
         if not plan.checks:
             return
@@ -304,7 +304,7 @@ class StateWriter:
                 )
 
     # -- applying ------------------------------------------------------------------
-    def apply(self, plan: Plan) -> None:
+    def apply(self, plan: StateWrite) -> None:
         """Write a validated plan, then mj_forward so every derived quantity agrees."""
         if not plan.writes:
             return
@@ -316,7 +316,7 @@ class StateWriter:
         self.apply_targets(plan)
         mujoco.mj_forward(self._model, d)
 
-    def apply_targets(self, plan: Plan) -> None:
+    def apply_targets(self, plan: StateWrite) -> None:
         """Store the plan's targets (their joints return to position mode); servos and
         velocity actuators get their new ctrl at once."""
         controls, env = self._controls, plan.env

@@ -17,15 +17,15 @@ import numpy as np
 
 from metasim_ros.core.errors import StateValidationError
 from metasim_ros.core.joint_kinds import KINDS, JointKind, dof_slice, kind_of, qpos_slice
+from metasim_ros.core.snapshot.handler_view import HandlerView
 from metasim_ros.core.snapshot.io import LayoutMismatchError, resolve_index
 from metasim_ros.core.snapshot.matching import Matching, ModelTables
-from metasim_ros.core.snapshot.plan import Expected, Plan
-from metasim_ros.core.snapshot.simulation import Simulation
+from metasim_ros.core.snapshot.plan import Expected, RestorePlan
 
 Assignments = dict[int, tuple[np.ndarray, np.ndarray | None]]
 
 
-def set_states_or_mismatch(handler: Simulation, state: dict[str, Any], env_id: int) -> None:
+def set_states_or_mismatch(handler: HandlerView, state: dict[str, Any], env_id: int) -> None:
     """``handler.set_states`` for one env; a refusal means this layout does not fit."""
     try:
         handler.set_states([state], env_ids=[env_id])
@@ -70,14 +70,14 @@ def kind_of_type(joint_type: int) -> JointKind:
 
 def assignment_plan(
     name: str,
-    handler: Simulation,
+    handler: HandlerView,
     count: int,
     index: int,
     assignments: Assignments,
     warnings: list[str],
     time: float | None = None,
-) -> Plan:
-    """Plan that writes the assignments (qvel zeroed where the file has none) into one env.
+) -> RestorePlan:
+    """RestorePlan that writes the assignments (qvel zeroed where the file has none) into one env.
 
     Restored robot joints get targets holding the restored pose: these layouts carry no
     targets, and servos left on the old ones would pull the robot away at the first step.
@@ -107,17 +107,17 @@ def assignment_plan(
     if hold:
         warnings.append(f"targets of {sorted(hold)} set to hold the restored joint positions")
 
-    def apply(sim: Simulation, env_id: int) -> None:
+    def apply(sim: HandlerView, env_id: int) -> None:
         if hold:
             set_states_or_mismatch(sim, {"robots": hold}, env_id)
-        with sim.editing(env_id) as data:
+        with sim.writing(env_id) as data:
             for j in assignments:
                 data.qpos[qpos_slice(model, j)] = expected.qpos[j]
                 data.qvel[dof_slice(model, j)] = expected.qvel[j]
             if time is not None:
                 data.time = time
 
-    return Plan(name, count, resolve_index(index, count, name), apply, expected, warnings)
+    return RestorePlan(name, count, resolve_index(index, count, name), apply, expected, warnings)
 
 
 def unmatched_scene_joints(model: mujoco.MjModel, assignments: Assignments) -> list[str]:

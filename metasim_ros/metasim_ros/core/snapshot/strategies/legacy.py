@@ -34,6 +34,7 @@ import mujoco
 import numpy as np
 
 from metasim_ros.core.joint_kinds import ONE_DOF_TYPES, kind_of
+from metasim_ros.core.snapshot.handler_view import HandlerView
 from metasim_ros.core.snapshot.io import (
     LayoutMismatchError,
     SnapshotError,
@@ -43,8 +44,7 @@ from metasim_ros.core.snapshot.io import (
     row_count,
 )
 from metasim_ros.core.snapshot.matching import ModelTables, match
-from metasim_ros.core.snapshot.plan import LoadRequest, Plan
-from metasim_ros.core.snapshot.simulation import Simulation
+from metasim_ros.core.snapshot.plan import LoadRequest, RestorePlan
 from metasim_ros.core.snapshot.strategies.assign import (
     Assignments,
     assignment_plan,
@@ -74,7 +74,7 @@ class InitialStateDataStrategy:
             return None
         return {k: list(v.shape) for k, v in g.items() if isinstance(v, h5py.Dataset)}
 
-    def plan(self, f: h5py.File, sim: Simulation, request: LoadRequest) -> Plan | None:
+    def plan(self, f: h5py.File, sim: HandlerView, request: LoadRequest) -> RestorePlan | None:
         """Joints set by position from qpos/qvel; body poses, if given, are verified."""
         g = f.get("initial_state_data")
         if not isinstance(g, h5py.Group):
@@ -164,7 +164,7 @@ class PerObjectStrategy:
         names = sorted(k for k in _per_object_datasets(f) if _PER_OBJECT.match(k))
         return {"datasets": names} if names else None
 
-    def plan(self, f: h5py.File, sim: Simulation, request: LoadRequest) -> Plan | None:
+    def plan(self, f: h5py.File, sim: HandlerView, request: LoadRequest) -> RestorePlan | None:
         """Joint values of each model or robot the file names; the rest is listed as left out."""
         found = _per_object_datasets(f)
         matches = {k: m for k in found if (m := _PER_OBJECT.match(k))}
@@ -314,7 +314,7 @@ class FlattenedStrategy:
             "model_file": "model_file" in demo.attrs,
         }
 
-    def plan(self, f: h5py.File, sim: Simulation, request: LoadRequest) -> Plan | None:
+    def plan(self, f: h5py.File, sim: HandlerView, request: LoadRequest) -> RestorePlan | None:
         """Split a ``[time, qpos, qvel]`` row; joints matched through model_file when it compiles
         (by address for the scene's structure, else by name), by position otherwise."""
         ds, demo = dataset(f, "initial_state"), _demo(f, request.group)

@@ -31,6 +31,7 @@ from metasim_ros.core.snapshot.format import (
     MAX_TREE_LEAF_VALUES,
     model_signature,
 )
+from metasim_ros.core.snapshot.handler_view import HandlerView, PhysicsState
 from metasim_ros.core.snapshot.io import (
     MAX_ROW_VALUES,
     LayoutMismatchError,
@@ -46,8 +47,7 @@ from metasim_ros.core.snapshot.io import (
     walk_datasets,
 )
 from metasim_ros.core.snapshot.matching import ModelTables, match
-from metasim_ros.core.snapshot.plan import Expected, LoadRequest, Plan
-from metasim_ros.core.snapshot.simulation import PhysicsState, Simulation
+from metasim_ros.core.snapshot.plan import Expected, LoadRequest, RestorePlan
 from metasim_ros.core.snapshot.strategies.assign import (
     assignment_plan,
     matched,
@@ -131,7 +131,7 @@ class IntegrationStateStrategy:
             **{k: _plain(attr(f, k)) for k in keys},
         }
 
-    def plan(self, f: h5py.File, sim: Simulation, request: LoadRequest) -> Plan | None:
+    def plan(self, f: h5py.File, sim: HandlerView, request: LoadRequest) -> RestorePlan | None:
         """mj_setState of the saved vector (plus robot targets); needs the same model signature."""
         version = _own_version(f)
         if not version:
@@ -187,7 +187,7 @@ class IntegrationStateStrategy:
             if doc is None:
                 expected.not_exact.extend(_older_control(sim, version))
 
-            def apply(handler: Simulation, env_id: int) -> None:
+            def apply(handler: HandlerView, env_id: int) -> None:
                 handler.restore(env_id, PhysicsState(row))  # control: on the restored state
                 c = handler.fresh_control(env_id)
                 if doc is not None:
@@ -202,7 +202,7 @@ class IntegrationStateStrategy:
                 handler.restore(env_id, PhysicsState(row, c))
                 expected.control = c
 
-            return Plan(self.name, count, i, apply, expected, warnings, settled=True)
+            return RestorePlan(self.name, count, i, apply, expected, warnings, settled=True)
         tree = subgroup(eg, "state")
         file_state = {} if tree is None else read_tree(tree, index)
         _expect_bodies(model, file_state, expected)
@@ -214,7 +214,7 @@ class IntegrationStateStrategy:
 
         expected.not_exact.extend(_older_control(sim, version))
 
-        def apply_v1(handler: Simulation, env_id: int) -> None:
+        def apply_v1(handler: HandlerView, env_id: int) -> None:
             handler.restore(env_id, PhysicsState(row))  # control: on the restored state
             handler.restore(env_id, PhysicsState(row, handler.fresh_control(env_id)))
             if targets:
@@ -222,7 +222,7 @@ class IntegrationStateStrategy:
             # after: ctrl exactly as saved
             handler.restore(env_id, PhysicsState(row))
 
-        return Plan(self.name, count, i, apply_v1, expected, warnings)
+        return RestorePlan(self.name, count, i, apply_v1, expected, warnings)
 
 
 #: Said when a file's gains or law are not what the node's parameters configure.
@@ -236,7 +236,7 @@ def _same_gains(a: ControlState, b: ControlState) -> bool:
     return a.law == b.law and a.kp.tobytes() == b.kp.tobytes() and a.kd.tobytes() == b.kd.tobytes()
 
 
-def _older_control(sim: Simulation, version: int) -> list[str]:
+def _older_control(sim: HandlerView, version: int) -> list[str]:
     """What a state without its control state (a file of format 1 or 2, or trajectory rows
     saved as bare integration states) cannot hold, when this scene has joints that take
     targets (else nothing is missing)."""
@@ -297,7 +297,7 @@ class MetaSimTreeStrategy:
         ]
         return {"envs": len(trees), "models": models}
 
-    def plan(self, f: h5py.File, sim: Simulation, request: LoadRequest) -> Plan | None:
+    def plan(self, f: h5py.File, sim: HandlerView, request: LoadRequest) -> RestorePlan | None:
         """Version 2: joints and bodies matched through the name tables; version 1 (and tree-only
         files): the env's tree, trimmed to this scene's models and joints, via set_states."""
         eg = env_group(f, request.env_id)
@@ -316,10 +316,10 @@ class MetaSimTreeStrategy:
         _expect_joints(sim.model, state, expected)
         not_restored += _expect_bodies(sim.model, file_state, expected)
 
-        def apply(handler: Simulation, env_id: int) -> None:
+        def apply(handler: HandlerView, env_id: int) -> None:
             set_states_or_mismatch(handler, state, env_id)
 
-        return Plan(
+        return RestorePlan(
             self.name, count, index % count, apply, expected, warnings, not_restored=not_restored
         )
 
@@ -367,7 +367,9 @@ def _ints(values: Any, low: int, high: int) -> list[int]:
     return values
 
 
-def _plan_from_tables(name: str, f: h5py.File, eg: h5py.Group, sim: Simulation, index: int) -> Plan:
+def _plan_from_tables(
+    name: str, f: h5py.File, eg: h5py.Group, sim: HandlerView, index: int
+) -> RestorePlan:
     """A version-2 state on another model: qpos/qvel and body rows through ``matching.match``."""
     tables = file_tables(f)
     ds = dataset_id(eg, "integration_state")
@@ -449,7 +451,7 @@ def _tree_count(group: h5py.Group) -> int:
 
 
 def _fit_request(
-    handler: Simulation, file_state: Mapping[str, Any]
+    handler: HandlerView, file_state: Mapping[str, Any]
 ) -> tuple[dict[str, Any], list[str], list[str]]:
     """Keep what this scene can take (known models and joints).
 

@@ -25,7 +25,7 @@ from metasim_ros.core.sim.handler import PhysicsState, Transaction
 from metasim_ros.core.state.schema import State
 
 
-class Simulation(Protocol):
+class HandlerView(Protocol):
     """The handler as snapshot code sees it."""
 
     scene_xml: str
@@ -56,7 +56,7 @@ class Simulation(Protocol):
     def synced_data(self, env_id: int) -> mujoco.MjData:
         """One env's MjData with derived quantities up to date, for reading."""
 
-    def editing(self, env_id: int) -> AbstractContextManager[mujoco.MjData]:
+    def writing(self, env_id: int) -> AbstractContextManager[mujoco.MjData]:
         """One env's MjData to write directly; it is re-synced on the next read."""
 
     @property
@@ -90,4 +90,4 @@ class Simulation(Protocol):
         """Apply partial States, all validated first (StateValidationError, nothing changed)."""
 
 
-__all__ = ["PhysicsState", "Simulation"]
+__all__ = ["PhysicsState", "HandlerView"]
