@@ -213,9 +213,9 @@ def publish_costs() -> None:
     f the physics rate falls by about f x that time per second."""
     from metasim_ros.core.scene.frames import FrameTree
     from metasim_ros.core.sim.handler import MujocoHandler
-    from metasim_ros.ros.contact_topics import ContactTopics
     from metasim_ros.ros.parameters import SimParameters
-    from metasim_ros.ros.sensor_topics import SensorTopics
+    from metasim_ros.ros.topics.contacts import ContactTopics
+    from metasim_ros.ros.topics.sensors import SensorTopics
 
     rclpy.init()
     node = Node("bench_publish_costs")

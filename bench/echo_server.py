@@ -28,7 +28,7 @@ from rclpy.signals import SignalHandlerOptions
 from std_srvs.srv import Trigger
 
 from metasim_ros.ros.executor import DrainingExecutor
-from metasim_ros.ros.fast_services import FastServices
+from metasim_ros.ros.services.fast import FastServices
 from metasim_ros.ros.sim_node import EXECUTOR_THREADS
 
 

@@ -39,22 +39,22 @@ from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.sim.pool import plan_threads, usable_cores
 from metasim_ros.core.text import log_block
 from metasim_ros.ros import parameters
-from metasim_ros.ros.camera_streamer import CameraStreamer
-from metasim_ros.ros.contact_topics import ContactTopics
-from metasim_ros.ros.conversions import targets_from_joint_state
+from metasim_ros.ros.convert.commands import targets_from_joint_state
 from metasim_ros.ros.executor import DrainingExecutor
-from metasim_ros.ros.fast_services import FastServices
-from metasim_ros.ros.joint_command import JointCommandSubscriber
+from metasim_ros.ros.inputs.joint_command import JointCommandSubscriber
+from metasim_ros.ros.inputs.trajectories import TrajectoryServer
 from metasim_ros.ros.log_limit import LogLimit
 from metasim_ros.ros.qos import SERVICE_QOS
-from metasim_ros.ros.recording import RecordingServices
-from metasim_ros.ros.rviz import RvizTopics
-from metasim_ros.ros.sensor_topics import SensorTopics
-from metasim_ros.ros.services import ServiceGroups, SimServices
-from metasim_ros.ros.sim_interfaces import SimInterfaces, quit_soon
-from metasim_ros.ros.streams import Streams
-from metasim_ros.ros.trajectory_server import TrajectoryServer
-from metasim_ros.ros.wrench_services import WrenchServices
+from metasim_ros.ros.services.fast import FastServices
+from metasim_ros.ros.services.recording import RecordingServices
+from metasim_ros.ros.services.sim_interfaces import SimInterfaces, quit_soon
+from metasim_ros.ros.services.simulation import ServiceGroups, SimServices
+from metasim_ros.ros.services.wrenches import WrenchServices
+from metasim_ros.ros.topics.cameras import CameraStreamer
+from metasim_ros.ros.topics.contacts import ContactTopics
+from metasim_ros.ros.topics.rviz import RvizTopics
+from metasim_ros.ros.topics.sensors import SensorTopics
+from metasim_ros.ros.topics.streams import Streams
 
 #: The physics thread releases the GIL inside every mj_step; with Python's default 5 ms
 #: switch interval it then waits behind any busy callback thread for up to that long.

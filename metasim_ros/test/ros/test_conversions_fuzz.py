@@ -47,12 +47,9 @@ from fuzz_support import (
     valid_quat,
 )
 from metasim_ros.core import StateValidationError  # noqa: E402
-from metasim_ros.ros.conversions import (  # noqa: E402
-    WorldStateFiller,
-    stamp,
-    targets_from_joint_state,
-    world_to_states,
-)
+from metasim_ros.ros.convert.commands import targets_from_joint_state  # noqa: E402
+from metasim_ros.ros.convert.geometry import stamp  # noqa: E402
+from metasim_ros.ros.convert.states import WorldStateFiller, world_to_states  # noqa: E402
 
 any_float = st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from(
     [math.nan, math.inf, 1e308, -0.0]

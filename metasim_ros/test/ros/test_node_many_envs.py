@@ -15,8 +15,8 @@ from rclpy.parameter import Parameter
 
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.sim.handler import MujocoHandler
+from metasim_ros.ros.convert.states import ENVS_PER_HOLD, read_remaining, read_worlds
 from metasim_ros.ros.sim_node import SimNode
-from metasim_ros.ros.streams import ENVS_PER_HOLD, read_remaining, read_worlds
 
 ENVS = 2 * ENVS_PER_HOLD + 3
 NODE = "/sim_node"

@@ -22,8 +22,8 @@ from simulation_interfaces import srv as ss
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from metasim_ros.core.errors import RequestTooLargeError
-from metasim_ros.ros.conversions import targets_from_joint_state
-from metasim_ros.ros.trajectory_server import check_trajectory_sizes
+from metasim_ros.ros.convert.commands import targets_from_joint_state
+from metasim_ros.ros.convert.trajectories import check_trajectory_sizes
 from metasim_ros.scenes import default_scene_path
 
 HOSTILE_MODELS = 100_000

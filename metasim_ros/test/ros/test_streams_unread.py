@@ -18,7 +18,7 @@ from sensor_msgs.msg import JointState
 from tf2_msgs.msg import TFMessage
 
 from metasim_ros.ros.sim_node import SimNode
-from metasim_ros.ros.streams import OTHERS_PER_TICK
+from metasim_ros.ros.topics.streams import OTHERS_PER_TICK
 
 LAZY = {
     "joint_state_rate": (JointState, "/joint_states"),

@@ -34,10 +34,11 @@ from metasim_ros.core.gaps import GapRecord
 from metasim_ros.core.scene.frames import FrameTree
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.sim.handler import MujocoHandler
-from metasim_ros.ros.conversions import JointStateFiller, WorldStateFiller, stamp
+from metasim_ros.ros.convert.geometry import stamp
+from metasim_ros.ros.convert.states import JointStateFiller, WorldStateFiller, read_worlds
 from metasim_ros.ros.parameters import SimParameters
-from metasim_ros.ros.readers import anyone_reads
-from metasim_ros.ros.tf import DynamicTf, static_message
+from metasim_ros.ros.topics.readers import anyone_reads
+from metasim_ros.ros.topics.tf import DynamicTf, static_message
 
 #: Topics besides /clock published in one tick (ticks come every physics batch, and
 #: every 5 ms while paused: 2 keep every default rate, one alone did not while paused).
@@ -61,40 +62,6 @@ class _Stream:
 
 def _period(hz: float) -> float:
     return 1.0 / hz if hz > 0 else 0.0
-
-
-def read_world(h: MujocoHandler, env_id: int) -> tuple:
-    """(sim time, core state, joint readings, link wrenches) of one env; call with the
-    simulation held."""
-    return (
-        h.sim_time(env_id),
-        h.get_states([env_id], render=False)[0],
-        h.joint_states(env_id),
-        h.link_wrenches(env_id),
-    )
-
-
-#: Environments read per hold of the simulation (50-100 us each for the default scene, a
-#: stepped env being synced first): a reading of many environments lets waiting callers in
-#: between its holds.
-ENVS_PER_HOLD = 4
-
-
-def read_worlds(h: MujocoHandler, start: int = 0) -> list[tuple]:
-    """read_world of up to ENVS_PER_HOLD envs from `start`; call with the simulation held."""
-    return [read_world(h, e) for e in range(start, min(h.num_envs, start + ENVS_PER_HOLD))]
-
-
-def read_remaining(sim: SimulationAccess, version: int, total: int, readings: list) -> bool:
-    """Extend `readings` (envs 0..k-1, read under model `version`) to all `total` envs,
-    ENVS_PER_HOLD per hold of the simulation. False if the model changed meanwhile: the
-    readings would mix two layouts."""
-    while len(readings) < total:
-        with sim.locked() as h:
-            if h.model_version != version:
-                return False
-            readings += read_worlds(h, len(readings))
-    return True
 
 
 @dataclass

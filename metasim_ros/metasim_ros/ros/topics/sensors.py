@@ -25,7 +25,7 @@ from metasim_ros.core.scene.frames import FrameTree
 from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.state.sensors import SensorDevice
 from metasim_ros.core.state.sensors import SensorReadings as CoreReadings
-from metasim_ros.ros.conversions import doubles, fill_wxyz, fill_xyz, stamp
+from metasim_ros.ros.convert.geometry import doubles, fill_wxyz, fill_xyz, stamp
 from metasim_ros.ros.parameters import SimParameters
 
 _MESSAGES = {"imu": Imu, "wrench": WrenchStamped, "range": Range, "magnetometer": MagneticField}

@@ -46,10 +46,14 @@ from metasim_ros.core.sim.access import SHUTTING_DOWN, SimulationAccess
 from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.snapshot import apply_load, capture_snapshot, prepare_load, write_captured
 from metasim_ros.core.text import bounded, log_block
-from metasim_ros.ros.conversions import WorldStateFiller, world_to_states
-from metasim_ros.ros.fast_services import FastServices
+from metasim_ros.ros.convert.states import (
+    WorldStateFiller,
+    read_remaining,
+    read_worlds,
+    world_to_states,
+)
 from metasim_ros.ros.parameters import SimParameters
-from metasim_ros.ros.streams import read_remaining, read_worlds
+from metasim_ros.ros.services.fast import FastServices
 
 
 def _bound(response: Any, field: str) -> Any:

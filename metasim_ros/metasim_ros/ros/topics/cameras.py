@@ -21,9 +21,9 @@ from sensor_msgs.msg import CameraInfo, Image
 from metasim_ros.core.scene.cameras import CameraRenderer, intrinsic_matrix
 from metasim_ros.core.scene.frames import FrameTree
 from metasim_ros.core.sim.access import SimulationAccess
-from metasim_ros.ros.conversions import stamp
+from metasim_ros.ros.convert.geometry import stamp
 from metasim_ros.ros.parameters import SimParameters
-from metasim_ros.ros.readers import anyone_reads
+from metasim_ros.ros.topics.readers import anyone_reads
 
 #: Reliable keep-last: matches reliable (rviz2's default) and best-effort readers, and a
 #: slow reader never makes the publisher wait.

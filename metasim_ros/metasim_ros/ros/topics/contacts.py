@@ -17,9 +17,9 @@ from metasim_ros.core.rotations import mat_to_quat
 from metasim_ros.core.scene.frames import FrameTree
 from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.state.forces import ContactReadings
-from metasim_ros.ros.conversions import fill_wrench, fill_wxyz, fill_xyz, stamp
+from metasim_ros.ros.convert.geometry import fill_wrench, fill_wxyz, fill_xyz, stamp
 from metasim_ros.ros.parameters import SimParameters
-from metasim_ros.ros.readers import anyone_reads
+from metasim_ros.ros.topics.readers import anyone_reads
 
 
 class ContactTopics:

@@ -29,7 +29,7 @@ from metasim_ros.core.scene.mesh_export import ros_mesh_folder
 from metasim_ros.core.scene.urdf import robot_description
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.text import log_block
-from metasim_ros.ros.conversions import fill_pose, fill_xyz
+from metasim_ros.ros.convert.geometry import fill_pose, fill_xyz
 from metasim_ros.ros.parameters import SimParameters
 
 #: Latched: a late subscriber (rviz2, robot_state_publisher, MoveIt) gets the last one.

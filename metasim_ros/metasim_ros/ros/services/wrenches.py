@@ -11,8 +11,8 @@ from std_srvs.srv import Trigger
 
 from metasim_ros.core import limits
 from metasim_ros.core.sim.access import SimulationAccess
-from metasim_ros.ros.conversions import xyz
-from metasim_ros.ros.services import replying
+from metasim_ros.ros.convert.geometry import xyz
+from metasim_ros.ros.services.simulation import replying
 
 
 class WrenchServices:

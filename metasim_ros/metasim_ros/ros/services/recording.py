@@ -34,7 +34,7 @@ from metasim_ros.core.recording.schemas import definition
 from metasim_ros.core.recording.session import Recording
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.ros.parameters import SimParameters
-from metasim_ros.ros.services import replying
+from metasim_ros.ros.services.simulation import replying
 
 #: Topics of every node that are no recording's business.
 _NOT_RECORDED = ("/rosout", "/parameter_events")

@@ -38,11 +38,11 @@ from metasim_ros.core.sim import simulator as api
 from metasim_ros.core.sim.access import SHUTTING_DOWN, SimulationAccess
 from metasim_ros.core.sim.physics_loop import PhysicsLoop
 from metasim_ros.core.text import bounded, shown
-from metasim_ros.ros.conversions import fill_pose, fill_twist, stamp, wxyz, xyz
-from metasim_ros.ros.message_sizes import check_message_sizes
+from metasim_ros.ros.convert.geometry import fill_pose, fill_twist, stamp, wxyz, xyz
+from metasim_ros.ros.convert.sizes import check_message_sizes
 from metasim_ros.ros.parameters import SimParameters, sim_interfaces_prefix
 from metasim_ros.ros.qos import ACTION_QOS
-from metasim_ros.ros.services import guarded
+from metasim_ros.ros.services.simulation import guarded
 
 R = sm.Result
 F = sm.SimulatorFeatures

@@ -1,6 +1,6 @@
 # Copyright 2026 metasim_ros developers
 # SPDX-License-Identifier: Apache-2.0
-"""Core state <-> ROS messages.
+"""World, model, link and joint states <-> core states, and reading them from the simulation.
 
 Publishing messages are preallocated and refilled: building geometry/sensor messages
 in Python costs microseconds each, on every publish.
@@ -25,75 +25,28 @@ exactly that state.
 from __future__ import annotations
 
 import math
-from array import array
 from typing import Iterable, Sequence
 
 import numpy as np
-from builtin_interfaces.msg import Time
-from geometry_msgs.msg import Accel, Point, Pose, Quaternion, Twist, Vector3, Wrench
 from metasim_msgs.msg import JointState as MsJointState
 from metasim_msgs.msg import LinkState, ModelState, WorldState
 from sensor_msgs.msg import JointState
 
 from metasim_ros.core import limits
 from metasim_ros.core.errors import StateValidationError
+from metasim_ros.core.sim.access import SimulationAccess
+from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.state.robot_joints import RobotJointArrays
 from metasim_ros.core.text import shown
-
-#: builtin_interfaces/Time holds an int32 of seconds: times beyond it saturate.
-_MIN_NS, _MAX_NS = -(2**31) * 10**9, (2**31 - 1) * 10**9 + 999_999_999
-
-
-def stamp(sim_time: float) -> Time:
-    """Sim time in seconds -> builtin_interfaces/Time (nanosecond resolution), saturated to
-    what Time can hold (a restored snapshot may carry any finite time); NaN -> 0."""
-    t = sim_time * 1e9
-    ns = 0 if math.isnan(t) else _MAX_NS if t >= _MAX_NS else _MIN_NS if t <= _MIN_NS else round(t)
-    return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
-
-
-# -- core -> messages ---------------------------------------------------------------
-def doubles(values: np.ndarray) -> array:
-    """float64[] field value from a numpy array (one copy, no per-element checks)."""
-    return array("d", np.ascontiguousarray(values, dtype=np.float64).tobytes())
-
-
-def xyz(vec: Point | Vector3) -> list[float]:
-    """A Point's or Vector3's 3 values (the reverse of fill_xyz)."""
-    return [vec.x, vec.y, vec.z]
-
-
-def wxyz(quat: Quaternion) -> list[float]:
-    """A Quaternion in MuJoCo's wxyz order (the reverse of fill_wxyz)."""
-    return [quat.w, quat.x, quat.y, quat.z]
-
-
-def fill_xyz(vec: Point | Vector3, v: Sequence[float]) -> None:
-    """Write 3 values into a (preallocated) Point or Vector3 in place."""
-    vec.x, vec.y, vec.z = float(v[0]), float(v[1]), float(v[2])
-
-
-def fill_wxyz(quat: Quaternion, q: Sequence[float]) -> None:
-    """Write a wxyz quaternion (MuJoCo's order) into a (preallocated) Quaternion in place."""
-    quat.w, quat.x, quat.y, quat.z = float(q[0]), float(q[1]), float(q[2]), float(q[3])
-
-
-def fill_pose(pose: Pose, pos: np.ndarray, rot: np.ndarray) -> None:
-    """Write a position and wxyz quaternion into a (preallocated) Pose in place."""
-    fill_xyz(pose.position, pos)
-    fill_wxyz(pose.orientation, rot)
-
-
-def fill_twist(twist: Twist | Accel, linear: np.ndarray, angular: np.ndarray) -> None:
-    """Write linear and angular parts into a (preallocated) Twist or Accel in place."""
-    fill_xyz(twist.linear, linear)
-    fill_xyz(twist.angular, angular)
-
-
-def fill_wrench(wrench: Wrench, values: np.ndarray) -> None:
-    """Write [force, torque] (6 values) into a (preallocated) Wrench in place."""
-    fill_xyz(wrench.force, values[:3])
-    fill_xyz(wrench.torque, values[3:])
+from metasim_ros.ros.convert.geometry import (
+    doubles,
+    fill_pose,
+    fill_twist,
+    fill_wrench,
+    stamp,
+    wxyz,
+    xyz,
+)
 
 
 class WorldStateFiller:
@@ -371,39 +324,35 @@ def world_to_states(
     return states, env_ids
 
 
-def check_joint_message_sizes(msg: JointState, joints: int, key: str, whose: str) -> None:
-    """Refuse a sensor_msgs/JointState with more names or values than there are joints
-    (`whose`: "the robots have", "the scene has"), or a name over the limit."""
-    what = f"entries ({whose} {joints} joints)"
-    for field in ("name", "position", "velocity", "effort"):
-        limits.check_length(f"{key}.{field}", getattr(msg, field), joints, what)
-    limits.check_names(f"{key}.name", msg.name)
+def read_world(h: MujocoHandler, env_id: int) -> tuple:
+    """(sim time, core state, joint readings, link wrenches) of one env; call with the
+    simulation held."""
+    return (
+        h.sim_time(env_id),
+        h.get_states([env_id], render=False)[0],
+        h.joint_states(env_id),
+        h.link_wrenches(env_id),
+    )
 
 
-def check_unique_names(names: list[str], key: str) -> None:
-    """Refuse a joint named twice in one message."""
-    if len(set(names)) != len(names):
-        twice = sorted({n for n in names if names.count(n) > 1})
-        raise StateValidationError(f"{key}.{twice[0]}", "joint given twice")
+#: Environments read per hold of the simulation (50-100 us each for the default scene, a
+#: stepped env being synced first): a reading of many environments lets waiting callers in
+#: between its holds.
+ENVS_PER_HOLD = 4
 
 
-def targets_from_joint_state(msg: JointState, robots_by_joint: dict[str, str]) -> dict:
-    """~/joint_targets message -> partial core state {"robots": {r: {dof_*_target}}}."""
-    check_joint_message_sizes(msg, len(robots_by_joint), "joint_targets", "the robots have")
-    if len(msg.position) not in (0, len(msg.name)) or len(msg.velocity) not in (0, len(msg.name)):
-        raise StateValidationError(
-            "joint_targets",
-            f"{len(msg.name)} names but "
-            f"{len(msg.position)} positions and {len(msg.velocity)} velocities",
-        )
-    robots: dict = {}
-    check_unique_names(msg.name, "joint_targets")
-    for i, name in enumerate(msg.name):
-        if name not in robots_by_joint:
-            raise StateValidationError(f"joint_targets.{name}", "unknown robot joint")
-        r = robots.setdefault(robots_by_joint[name], {})
-        if msg.position:
-            r.setdefault("dof_pos_target", {})[name] = float(msg.position[i])
-        if msg.velocity:
-            r.setdefault("dof_vel_target", {})[name] = float(msg.velocity[i])
-    return {"robots": robots}
+def read_worlds(h: MujocoHandler, start: int = 0) -> list[tuple]:
+    """read_world of up to ENVS_PER_HOLD envs from `start`; call with the simulation held."""
+    return [read_world(h, e) for e in range(start, min(h.num_envs, start + ENVS_PER_HOLD))]
+
+
+def read_remaining(sim: SimulationAccess, version: int, total: int, readings: list) -> bool:
+    """Extend `readings` (envs 0..k-1, read under model `version`) to all `total` envs,
+    ENVS_PER_HOLD per hold of the simulation. False if the model changed meanwhile: the
+    readings would mix two layouts."""
+    while len(readings) < total:
+        with sim.locked() as h:
+            if h.model_version != version:
+                return False
+            readings += read_worlds(h, len(readings))
+    return True

@@ -9,7 +9,7 @@ from geometry_msgs.msg import TransformStamped
 from tf2_msgs.msg import TFMessage
 
 from metasim_ros.core.scene.frames import Frame, FrameTree
-from metasim_ros.ros.conversions import fill_wxyz, fill_xyz, stamp
+from metasim_ros.ros.convert.geometry import fill_wxyz, fill_xyz, stamp
 
 
 def _set(t: TransformStamped, pos: np.ndarray, quat: np.ndarray) -> None:

@@ -1,0 +1,71 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
+"""sensor_msgs/JointState -> joint commands and joint targets (by joint name)."""
+
+from __future__ import annotations
+
+import math
+
+from sensor_msgs.msg import JointState
+
+from metasim_ros.core import limits
+from metasim_ros.core.control.commands import JointCommand
+from metasim_ros.core.errors import StateValidationError
+
+
+def check_joint_message_sizes(msg: JointState, joints: int, key: str, whose: str) -> None:
+    """Refuse a sensor_msgs/JointState with more names or values than there are joints
+    (`whose`: "the robots have", "the scene has"), or a name over the limit."""
+    what = f"entries ({whose} {joints} joints)"
+    for field in ("name", "position", "velocity", "effort"):
+        limits.check_length(f"{key}.{field}", getattr(msg, field), joints, what)
+    limits.check_names(f"{key}.name", msg.name)
+
+
+def check_unique_names(names: list[str], key: str) -> None:
+    """Refuse a joint named twice in one message."""
+    if len(set(names)) != len(names):
+        twice = sorted({n for n in names if names.count(n) > 1})
+        raise StateValidationError(f"{key}.{twice[0]}", "joint given twice")
+
+
+def targets_from_joint_state(msg: JointState, robots_by_joint: dict[str, str]) -> dict:
+    """~/joint_targets message -> partial core state {"robots": {r: {dof_*_target}}}."""
+    check_joint_message_sizes(msg, len(robots_by_joint), "joint_targets", "the robots have")
+    if len(msg.position) not in (0, len(msg.name)) or len(msg.velocity) not in (0, len(msg.name)):
+        raise StateValidationError(
+            "joint_targets",
+            f"{len(msg.name)} names but "
+            f"{len(msg.position)} positions and {len(msg.velocity)} velocities",
+        )
+    robots: dict = {}
+    check_unique_names(msg.name, "joint_targets")
+    for i, name in enumerate(msg.name):
+        if name not in robots_by_joint:
+            raise StateValidationError(f"joint_targets.{name}", "unknown robot joint")
+        r = robots.setdefault(robots_by_joint[name], {})
+        if msg.position:
+            r.setdefault("dof_pos_target", {})[name] = float(msg.position[i])
+        if msg.velocity:
+            r.setdefault("dof_vel_target", {})[name] = float(msg.velocity[i])
+    return {"robots": robots}
+
+
+def commands_from_joint_state(msg: JointState, joints: int) -> dict[str, JointCommand]:
+    """JointState -> {joint: JointCommand}; NaN or an empty array = not given. `joints`:
+    how many the scene has (a message naming more is refused before anything is built)."""
+    check_joint_message_sizes(msg, joints, "joint_command", "the scene has")
+    n = len(msg.name)
+    fields = (msg.position, msg.velocity, msg.effort)
+    if any(len(f) not in (0, n) for f in fields):
+        raise StateValidationError(
+            "joint_command",
+            f"{n} names but {len(msg.position)} positions, {len(msg.velocity)} velocities "
+            f"and {len(msg.effort)} efforts (each must be empty or one per name)",
+        )
+    check_unique_names(msg.name, "joint_command")
+
+    def value(f, i: int) -> float | None:
+        return None if len(f) == 0 or math.isnan(f[i]) else float(f[i])
+
+    return {name: JointCommand(*(value(f, i) for f in fields)) for i, name in enumerate(msg.name)}
