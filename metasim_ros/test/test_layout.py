@@ -1,9 +1,10 @@
 # Copyright 2026 metasim_ros developers
 # SPDX-License-Identifier: Apache-2.0
 """The package's layout rules, read from the imports themselves (docs/architecture.md,
-section 1): core floors run leaves < scene < control < state < sim < snapshot < recording and nothing
-imports upward; core imports no ROS; in ros/, topics/, services/ and inputs/ import
-convert/ and the ros/ root, never each other; no test imports a private name."""
+section 1): core floors run leaves < scene < control < state < sim < snapshot <
+recording and nothing imports upward; core imports no ROS; in ros/, topics/, services/
+and inputs/ import convert/ and the ros/ root, never each other; no test imports a
+private name."""
 
 from __future__ import annotations
 
@@ -76,9 +77,7 @@ def package_files() -> list[Path]:
 
 
 def module_of(path: Path) -> str:
-    return ".".join(path.relative_to(PKG.parent).with_suffix("").parts).removesuffix(
-        ".__init__"
-    )
+    return ".".join(path.relative_to(PKG.parent).with_suffix("").parts).removesuffix(".__init__")
 
 
 def test_core_imports_nothing_upward_and_no_ros():

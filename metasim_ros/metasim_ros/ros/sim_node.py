@@ -20,18 +20,15 @@ import mujoco
 import rclpy
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.action import ActionServer
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.event_handler import PublisherEventCallbacks
-from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.publisher import Publisher
 from rclpy.service import Service
 from rclpy.signals import SignalHandlerOptions
-from sensor_msgs.msg import JointState
 
 from metasim_ros.core import fastdds_shm
 from metasim_ros.core.atomic import abandon_writes, remove_interrupted
-from metasim_ros.core.errors import ConfigurationError, RequestError
+from metasim_ros.core.errors import ConfigurationError
 from metasim_ros.core.memory import tune_malloc
 from metasim_ros.core.scene.worker import WorkerBuilder
 from metasim_ros.core.sim.access import SimulationAccess
@@ -39,16 +36,17 @@ from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.sim.pool import plan_threads, usable_cores
 from metasim_ros.core.text import log_block
 from metasim_ros.ros import parameters
-from metasim_ros.ros.convert.commands import targets_from_joint_state
 from metasim_ros.ros.executor import DrainingExecutor
 from metasim_ros.ros.inputs.joint_command import JointCommandSubscriber
+from metasim_ros.ros.inputs.joint_targets import JointTargets
 from metasim_ros.ros.inputs.trajectories import TrajectoryServer
 from metasim_ros.ros.log_limit import LogLimit
+from metasim_ros.ros.parts import CallbackGroups, PartsNode
 from metasim_ros.ros.qos import SERVICE_QOS
-from metasim_ros.ros.services.fast import FastServices
 from metasim_ros.ros.services.recording import RecordingServices
-from metasim_ros.ros.services.sim_interfaces import SimInterfaces, quit_soon
-from metasim_ros.ros.services.simulation import ServiceGroups, SimServices
+from metasim_ros.ros.services.sim_interfaces import SimInterfaces
+from metasim_ros.ros.services.simulation import SimServices
+from metasim_ros.ros.services.states import StateServices
 from metasim_ros.ros.services.wrenches import WrenchServices
 from metasim_ros.ros.topics.cameras import CameraStreamer
 from metasim_ros.ros.topics.contacts import ContactTopics
@@ -63,7 +61,7 @@ SWITCH_INTERVAL = 2e-4
 #: command inputs (joint targets / commands, trajectory topic), a running trajectory
 #: goal (it waits in its thread) and a recording's topic taps, so an input never waits
 #: for a free thread.
-EXECUTOR_THREADS = ServiceGroups.CONCURRENT + 4
+EXECUTOR_THREADS = CallbackGroups.CONCURRENT + 4
 #: Middle-generation collections per full one once start-up is frozen (Python: 10).
 FULL_COLLECTION_EVERY = 100
 #: Seconds the callbacks in flight at a stop get to end, their replies sent (running goals
@@ -79,7 +77,26 @@ GRAPH_SETTLE = 0.1
 DDS_TEARDOWN_LIMIT = 5.0
 
 
-class SimNode(Node):
+#: Every part of the node, built in this order as `Part(node, sim, params)` (ros/parts.py);
+#: the streams first (others add theirs), stopped last built first.
+PARTS: tuple[type, ...] = (
+    Streams,
+    RvizTopics,
+    SensorTopics,
+    ContactTopics,
+    CameraStreamer,
+    JointTargets,
+    JointCommandSubscriber,
+    TrajectoryServer,
+    StateServices,
+    SimServices,
+    WrenchServices,
+    SimInterfaces,
+    RecordingServices,
+)
+
+
+class SimNode(PartsNode):
     """One simulation. Physics and the periodic topics run in the physics thread;
     services and subscriptions in the executor (get/set_states in FastServices' own
     thread); camera rendering in its own thread.
@@ -130,62 +147,15 @@ class SimNode(Node):
         )
         self.sim.pause(p.paused)
 
-        self.streams = Streams(self, self.sim, p)  # also /tf_static, again after model changes
-        self.rviz = RvizTopics(self, self.sim, p)  # follows model changes itself
-        tree = self.streams.tree
-        sensors = SensorTopics(self, handler, tree, p)
-        self.streams.add(
-            "sensor_rate",
-            p.sensor_rate,
-            lambda h: h.sensor_readings(0),
-            sensors.publish,
-            lambda: sensors.count > 0,
-            sensors.follow,
-        )
-        contacts = ContactTopics(self, handler, tree, p)
-        self.streams.add(
-            "contact_rate",
-            p.contact_rate,
-            lambda h: h.contacts(0),
-            contacts.publish,
-            contacts.active,
-            contacts.follow,
-        )
-
-        #: Command inputs (~/joint_targets, /joint_command, trajectories): their own groups,
-        #: never behind a snapshot or a long step.
-        self.input_group = MutuallyExclusiveCallbackGroup()
-        self.create_subscription(
-            JointState,
-            "~/joint_targets",
-            self._on_joint_targets,
-            10,
-            callback_group=self.input_group,
-        )
-        self.joint_command = JointCommandSubscriber(
-            self, self.sim, p.joint_command_topic, self.warn_input
-        )
-        self.trajectory_server = TrajectoryServer(
-            self, self.sim, p.trajectory_action, self.warn_input
-        )
-        self.fast_services = FastServices(self)  # get/set_states: see ros/fast_services.py
-        self.sim_services = SimServices(
-            self, self.fast_services, self.sim, p, self.streams.clock_gaps
-        )
-        self.wrench_services = WrenchServices(self, self.sim, self.sim_services.groups.writes)
-        self.cameras = CameraStreamer(self, self.sim, p)
+        # what the parts share (ros/parts.py), then the parts, in order
+        self.groups = CallbackGroups()
+        self.status_parts = []
         self.quit = threading.Event()  # SetSimulationState QUITTING: main() ends the node
-        self.sim_interfaces = SimInterfaces(
-            self, self.sim, p, self.sim_services.groups.writes, quit_soon(self.quit)
-        )
-        self.recording = RecordingServices(
-            self,
-            self.sim,
-            p,
-            self.sim_services.groups.writes,
-            [p.joint_command_topic, "~/joint_targets", "~/joint_trajectory"],
-        )
-        self.sim_services.status_parts.append(self.recording.status)
+        self.streams = Streams(self, self.sim, p)  # also /tf_static, again after model changes
+        self.clock_gaps = self.streams.clock_gaps
+        self.parts: dict[type, object] = {Streams: self.streams}
+        for part in PARTS[1:]:
+            self.parts[part] = part(self, self.sim, p)
         self.add_on_set_parameters_callback(self._check_parameters)
         self.add_post_set_parameters_callback(self._apply_parameters)
 
@@ -229,16 +199,20 @@ class SimNode(Node):
     def start(self) -> None:
         """Start physics and cameras; say on the log what runs where."""
         self.sim.loop.start()
-        self.fast_services.start()
-        self.cameras.start()
-        h, p = self.sim.handler, self.params
+        for part in self.parts.values():
+            start = getattr(part, "start", None)
+            if start is not None:
+                start()
+        p = self.params
+        with self.sim.locked() as h:
+            models = ", ".join(m.name for m in h.models)
+            envs, threads = h.num_envs, h.physics_threads
         scene = p.scene or "the embedded default scene"
-        models = ", ".join(m.name for m in h.models)
         state = (
             "paused" if self.sim.paused else f"real-time factor {self.sim.loop.real_time_factor:g}"
         )
         self.get_logger().info(
-            f"simulating {scene} ({models}), {h.num_envs} env(s) on {h.physics_threads} "
+            f"simulating {scene} ({models}), {envs} env(s) on {threads} "
             f"physics thread(s), {state}; publishing "
             f"/clock, {self.resolve_topic_name('joint_states')}, "
             f"{self.resolve_topic_name('~/world_state')}, /tf, "
@@ -249,17 +223,18 @@ class SimNode(Node):
         )
 
     def shutdown(self, timeout: float = 5.0) -> None:
-        """End running steps and goals (SimulationAccess.close), stop the recording
-        (flushed and closed) and the model builder (a request waiting for it ends at
-        once), then the fast services, cameras and physics, waiting for these threads up
-        to `timeout` seconds in all: one still held then (by a request that holds the
-        simulation) is left to itself."""
+        """End running steps and goals (SimulationAccess.close) and the model builder (a
+        request waiting for it ends at once), then stop the parts, last built first (a
+        recording is flushed and closed; the fast services, cameras and their threads
+        end), then physics, waiting for these threads up to `timeout` seconds in all:
+        one still held then (by a request that holds the simulation) is left to itself."""
         deadline = time.monotonic() + timeout
         self.sim.close()
-        self.recording.shutdown()
         self.builder.close()
-        self.fast_services.stop(max(0.0, deadline - time.monotonic()))
-        self.cameras.stop(max(0.0, deadline - time.monotonic()))
+        for part in reversed(self.parts.values()):
+            stop = getattr(part, "stop", None)
+            if stop is not None:
+                stop(max(0.0, deadline - time.monotonic()))
         self.sim.loop.stop(max(0.0, deadline - time.monotonic()))
 
     def destroy_node(self) -> None:
@@ -279,20 +254,9 @@ class SimNode(Node):
             if isinstance(waitable, ActionServer):
                 waitable.destroy()
         super().destroy_node()
-        fast = getattr(self, "fast_services", None)
-        if fast is not None:
-            fast.destroy_node(settle=GRAPH_SETTLE)
-
-    # -- subscriptions ---------------------------------------------------------------
-    def _on_joint_targets(self, msg: JointState) -> None:
-        try:
-            with self.sim.locked() as h:  # the robots of the current model
-                targets = targets_from_joint_state(msg, h.robot_of_joint)
-                h.set_states([targets] * h.num_envs)
-        except RequestError as exc:
-            self.warn_input(
-                f"joint_targets {type(exc).__name__}", f"~/joint_targets ignored: {exc}"
-            )
+        states = getattr(self, "parts", {}).get(StateServices)
+        if states is not None:
+            states.destroy_node(settle=GRAPH_SETTLE)
 
     # -- parameters ------------------------------------------------------------------
     def _check_parameters(self, params: list[Parameter]) -> SetParametersResult:
@@ -323,12 +287,10 @@ class SimNode(Node):
                 self.sim.pause(param.value)
             elif param.name == "on_divergence":
                 self.sim.on_divergence = param.value
-            elif param.name in ("markers", "marker_groups"):
-                self.rviz.publish_markers(self.params)
-            elif param.name == "camera_rate":
-                self.cameras.rate_changed()
-            elif param.name.endswith("_rate") and param.name in self.streams.names:
-                self.streams.set_rate(param.name, param.value)
+            for part in self.parts.values():
+                changed = getattr(part, "parameter_changed", None)
+                if changed is not None:
+                    changed(param.name, param.value)
 
 
 def stop(node: SimNode, executor: DrainingExecutor, said: str) -> None:

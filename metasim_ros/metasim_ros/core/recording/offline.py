@@ -22,7 +22,7 @@ from metasim_ros.core.paths import os_problem
 from metasim_ros.core.recording.bag import BagWriter, TopicSpec
 from metasim_ros.core.recording.episode import BAG, JOURNAL, STATES, read_states
 from metasim_ros.core.recording.replay import Replay, replay_headless
-from metasim_ros.core.recording.stream import ModelFacts, read_journal, spawned_record, write_states
+from metasim_ros.core.recording.stream import read_journal, spawned_record, write_states
 from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.snapshot.format import model_signature
 
@@ -156,7 +156,7 @@ def recover(folder: Path, scene: str | None = None) -> str:
         head["signature_hash"],
         scene,
     )
-    facts = ModelFacts.of(h)
+    facts = h.facts()
     facts.spawned = {n: spawned_record(n, e) for n, e in head.get("spawned", {}).items()}
     messages = _recover_bag(folder / BAG)
     last = int(data.steps[-1])

@@ -24,13 +24,13 @@ from metasim_ros.core.control.wrenches import remaining_durations
 from metasim_ros.core.errors import SnapshotError
 from metasim_ros.core.recording.episode import EpisodeStates
 from metasim_ros.core.recording.stream import CHANGE, ROW
-from metasim_ros.core.sim.handler import MujocoHandler
+from metasim_ros.core.sim.handler import ModelFacts, MujocoHandler
 from metasim_ros.core.snapshot import PreparedLoad, apply_load, prepare_load
 from metasim_ros.core.snapshot import control as control_io
 from metasim_ros.core.snapshot.format import model_signature
 
 
-def check_episode(states: EpisodeStates, h: MujocoHandler) -> None:
+def check_episode(states: EpisodeStates, h: MujocoHandler | ModelFacts) -> None:
     """Refuse an episode recorded with another model (or another number of envs)."""
     if states.signature_hash != model_signature(h.model)["hash"]:
         raise SnapshotError(
@@ -59,7 +59,7 @@ class Replay:
     def __init__(
         self,
         states: EpisodeStates,
-        h: MujocoHandler,
+        h: MujocoHandler | ModelFacts,
         start: int,
         stop: int,
         on_end: Callable[[Replay], None] = lambda _r: None,
@@ -87,13 +87,13 @@ class Replay:
         }
         self._verified: list[tuple] = [(None, None)] * h.num_envs
 
-    def _loads(self, h: MujocoHandler, index: int) -> list[PreparedLoad]:
+    def _loads(self, h: MujocoHandler | ModelFacts, index: int) -> list[PreparedLoad]:
         return [
             prepare_load(h, self.states.path, index=int(index), env_id=e, max_steps=None)
             for e in range(h.num_envs)
         ]
 
-    def prepare(self, h: MujocoHandler, step: int) -> Start:
+    def prepare(self, h: MujocoHandler | ModelFacts, step: int) -> Start:
         """The checkpoint a replay or seek to `step` starts from (no lock needed)."""
         if not self.start <= step <= self.stop:
             raise SnapshotError(f"step {step} is not within the replay's {self.start}..{self.stop}")

@@ -33,7 +33,6 @@ from metasim_ros.core.recording.stream import (
     CHANGE,
     ROW,
     Checkpoint,
-    ModelFacts,
     StreamWriter,
     describe_change,
     read_journal,
@@ -122,7 +121,7 @@ class Recording:
             raise SnapshotError(f"record_every must be >= 1, got {every}")
         self.folder = folder
         self.every = every
-        self.facts = ModelFacts.of(h)
+        self.facts = h.facts()
         self._version = h.model_version
         self._queue = _Queue(queue_bytes)
         self.step = 0

@@ -35,15 +35,13 @@ import h5py
 import mujoco
 import numpy as np
 
-from metasim_ros.core.control.drives import ControlLayout
 from metasim_ros.core.control.record import ControlState
 from metasim_ros.core.control.wrenches import remaining_durations
 from metasim_ros.core.errors import SnapshotError
 from metasim_ros.core.recording.journal import JournalReader, JournalWriter
 from metasim_ros.core.scene.builder import Attach
 from metasim_ros.core.scene.confine import ModelSource
-from metasim_ros.core.scene.loading import ModelInfo
-from metasim_ros.core.sim.handler import PhysicsState
+from metasim_ros.core.sim.handler import ModelFacts, PhysicsState
 from metasim_ros.core.snapshot import control as control_io
 from metasim_ros.core.snapshot.format import model_signature, state_components, write_trajectory
 
@@ -54,37 +52,6 @@ VERSION = 1
 
 _CHECKPOINT = struct.Struct("<BQH")  # kind, step, length of `what`
 _DOC = struct.Struct("<HI")  # env, document id
-
-
-@dataclass
-class ModelFacts:
-    """What writing states needs of the simulation, taken when a recording starts (the
-    model may change later; the episode keeps the one it was recorded with)."""
-
-    model: mujoco.MjModel
-    scene_xml: str
-    models: list[ModelInfo]
-    robots: list[ModelInfo]
-    robot_names: list[str]
-    target_joint_names: list[str]
-    control_layout: ControlLayout
-    spawned: dict[str, Attach]
-    num_envs: int
-
-    @classmethod
-    def of(cls, h: Any) -> ModelFacts:
-        """The facts of a handler (MujocoHandler), as they are now."""
-        return cls(
-            h.model,
-            h.scene_xml,
-            list(h.models),
-            list(h.robots),
-            [r.name for r in h.robots],
-            list(h.target_joint_names),
-            h.control_layout,
-            dict(h.spawned),
-            h.num_envs,
-        )
 
 
 @dataclass

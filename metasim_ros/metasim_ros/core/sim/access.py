@@ -22,7 +22,7 @@ from metasim_ros.core.errors import IncorrectStateError, RequestError
 from metasim_ros.core.scene.builder import Operation, Outside, Remove, Spawn
 from metasim_ros.core.scene.confine import ModelSource
 from metasim_ros.core.scene.loading import ModelInfo
-from metasim_ros.core.sim.handler import MujocoHandler
+from metasim_ros.core.sim.handler import ModelFacts, MujocoHandler
 from metasim_ros.core.sim.physics_loop import PhysicsLoop
 from metasim_ros.core.text import shown
 
@@ -81,6 +81,12 @@ class SimulationAccess:
         batch. Keep the hold short: copy what you need, then work outside."""
         with self.loop.access():
             yield self.handler
+
+    def facts(self) -> ModelFacts:
+        """The model's facts as they are now (taken under the lock): what reading or
+        writing a file needs without holding the simulation."""
+        with self.locked() as h:
+            return h.facts()
 
     def sim_time(self, env_id: int = 0) -> float:
         """Sim time of one env, read under the lock."""

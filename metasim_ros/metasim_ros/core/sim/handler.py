@@ -115,6 +115,23 @@ class _Derived:
 
 
 @dataclass
+class ModelFacts:
+    """What is derived from the model, taken at one moment (`MujocoHandler.facts`, under
+    the lock): what reading a file, writing one or recording needs without holding the
+    simulation. The model may change later; these stay what they were."""
+
+    model: mujoco.MjModel
+    scene_xml: str
+    models: list[ModelInfo]
+    robots: list[ModelInfo]
+    robot_names: list[str]
+    target_joint_names: list[str]
+    control_layout: ControlLayout
+    spawned: dict[str, Attach]
+    num_envs: int
+
+
+@dataclass
 class ModelEdit:
     """A model edit on its way: `MujocoHandler.prepare_edit` (under the lock: the recipe,
     the model version, env 0's state), `stage_edit` (anywhere: the builder's model, and
@@ -293,6 +310,20 @@ class MujocoHandler:
         they are, position mode, configured gains, nothing running): what a file that
         holds only targets restores on top of."""
         return self._controls.fresh(self._datas[env_id])
+
+    def facts(self) -> ModelFacts:
+        """The model's facts as they are now (call under the lock; read them after it)."""
+        return ModelFacts(
+            self.model,
+            self.scene_xml,
+            list(self.models),
+            list(self.robots),
+            [r.name for r in self.robots],
+            list(self.target_joint_names),
+            self.control_layout,
+            dict(self.spawned),
+            self.num_envs,
+        )
 
     @property
     def control_layout(self) -> ControlLayout:

@@ -198,7 +198,8 @@ def apply_load(
     ``allow_partial``. Entities the file's model spawned and the simulation lacks are added
     first, through `handler` (all under the caller's lock), or through `edits` when given:
     then only the apply runs inside `locked()` (the node builds model edits without the
-    lock, see core.sim.access)."""
+    lock, see core.sim.access), and `handler` may be the model's facts alone
+    (`MujocoHandler.facts`)."""
     check_tolerance(tolerance)
     if prepared.again is None:
         if locked is None:
@@ -207,7 +208,12 @@ def apply_load(
             return apply_prepared(h, prepared, tolerance, bool(allow_partial))
     adder = edits if edits is not None else handler
     with spawned_present(adder, prepared.spawned) as added:  # removed again on an error
-        again = prepared.again(handler)
+        if locked is None:
+            again = prepared.again(handler)
+        else:  # the model the entities were added to, its facts read under the lock
+            with locked() as h:
+                facts = h.facts()
+            again = prepared.again(facts)
         if locked is None:
             report = apply_prepared(handler, again, tolerance, bool(allow_partial))
         else:

@@ -20,7 +20,6 @@ import threading
 from control_msgs.action import FollowJointTrajectory
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
-from rclpy.node import Node
 from trajectory_msgs.msg import JointTrajectory
 
 from metasim_ros.core.control.goals import (
@@ -38,7 +37,8 @@ from metasim_ros.ros.convert.trajectories import (
     goal_from_action,
     goal_from_trajectory,
 )
-from metasim_ros.ros.log_limit import LogLimit
+from metasim_ros.ros.parameters import SimParameters
+from metasim_ros.ros.parts import JOINT_TRAJECTORY_TOPIC, PartsNode
 from metasim_ros.ros.qos import ACTION_QOS
 
 #: What joint_trajectory_controller says to a goal a newer one replaced.
@@ -56,13 +56,12 @@ class TrajectoryServer:
     robot of that name is back.
     """
 
-    def __init__(self, node: Node, sim: SimulationAccess, action_name: str, warn: LogLimit) -> None:
-        """action_name: with {robot} standing for each robot's name; warn: where refused
-        goals and messages are reported (rate-limited per cause)."""
+    def __init__(self, node: PartsNode, sim: SimulationAccess, params: SimParameters) -> None:
         self._node = node
         self._sim = sim
-        self._action_name = action_name
-        self._warn = warn
+        self._action_name = params.trajectory_action  # {robot}: each robot's name
+        self._warn = node.warn_input  # refused goals and messages, per cause and period
+        self._max_joints = 0  # the robots' joints (a message naming more is refused unread)
         self._group = ReentrantCallbackGroup()  # goals wait for their outcome concurrently
         self.servers: dict[str, ActionServer] = {}
         #: goals accepted and not yet executing, parsed: rclpy hands the execute callback
@@ -70,17 +69,20 @@ class TrajectoryServer:
         #: message is kept here, so its id cannot be reused meanwhile)
         self._accepted: dict[int, tuple[FollowJointTrajectory.Goal, TrajectoryGoal]] = {}
         self._accepted_lock = threading.Lock()
-        sim.follow_model(lambda h: [r.name for r in h.robots], self._add_servers)
+        sim.follow_model(
+            lambda h: ([r.name for r in h.robots], len(h.robot_of_joint)), self._follow
+        )
         node.create_subscription(
             JointTrajectory,
-            "~/joint_trajectory",
+            JOINT_TRAJECTORY_TOPIC,
             self._on_trajectory,
             10,
             callback_group=MutuallyExclusiveCallbackGroup(),
         )
 
-    def _add_servers(self, robots: list[str]) -> None:
-        """A server for every robot of a new model that has none yet."""
+    def _follow(self, model: tuple[list[str], int]) -> None:
+        """A new model: a server for every robot that has none yet; its joint count."""
+        robots, self._max_joints = model
         for robot in robots:
             if robot not in self.servers:
                 self.servers[robot] = ActionServer(
@@ -153,10 +155,6 @@ class TrajectoryServer:
         else:
             gh.abort()
         return result
-
-    @property
-    def _max_joints(self) -> int:
-        return len(self._sim.handler.robot_of_joint)
 
     def _on_trajectory(self, msg: JointTrajectory) -> None:
         try:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from metasim_msgs.srv import Replay, Seek, StartRecording
-from rclpy.callback_groups import CallbackGroup, ReentrantCallbackGroup
+from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -34,7 +34,8 @@ from metasim_ros.core.recording.schemas import definition
 from metasim_ros.core.recording.session import Recording
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.ros.parameters import SimParameters
-from metasim_ros.ros.services.simulation import replying
+from metasim_ros.ros.parts import PartsNode, input_topics
+from metasim_ros.ros.services.replies import replying
 
 #: Topics of every node that are no recording's business.
 _NOT_RECORDED = ("/rosout", "/parameter_events")
@@ -76,19 +77,12 @@ def _qos_dicts(infos: list) -> list[dict[str, Any]]:
 class RecordingServices:
     """The episode services of one node; at most one recording or replay at a time."""
 
-    def __init__(
-        self,
-        node: Node,
-        sim: SimulationAccess,
-        params: SimParameters,
-        group: CallbackGroup,
-        command_topics: list[str],
-    ) -> None:
-        """group: the node's writers' group; command_topics: the command inputs the node
-        subscribes to (recorded by default, never republished)."""
+    def __init__(self, node: PartsNode, sim: SimulationAccess, params: SimParameters) -> None:
         self._node, self._sim, self._params = node, sim, params
         self.log_error = node.get_logger().error
-        self._commands = [node.resolve_topic_name(t) for t in command_topics]
+        group = node.groups.writes  # one at a time with the other writers
+        #: the command inputs (recorded by default, never republished)
+        self._commands = [node.resolve_topic_name(t) for t in input_topics(params)]
         self._taps: list[Subscription] = []
         self._tap_group = ReentrantCallbackGroup()
         self.recording: Recording | None = None
@@ -104,6 +98,7 @@ class RecordingServices:
         ):
             node.create_service(srv, name, cb, callback_group=group)
         sim.loop.add_tick(self._tick)
+        node.status_parts.append(self.status)
 
     # -- recording ----------------------------------------------------------------------
     def _default_topics(self) -> list[str]:
@@ -211,8 +206,8 @@ class RecordingServices:
         self.recording = None
         return rec.close()
 
-    def shutdown(self) -> None:
-        """Close a recording under way (the node is stopping)."""
+    def stop(self, _timeout: float) -> None:
+        """Close a recording under way (the node is stopping): flushed, closed whole."""
         if self.recording is not None:
             summary = self._stop()
             self._node.get_logger().info(f"recording stopped at exit: {summary.text()}")
@@ -236,9 +231,9 @@ class RecordingServices:
         folder = find_episode(self._params.recordings_dir, request.folder)
         states = read_states(folder)
         stop = request.to_step if request.to_step > 0 else states.last_step
-        h = self._sim.handler  # model facts only, until the lock
-        replay = CoreReplay(states, h, int(request.from_step), int(stop), self._ended)
-        start = replay.prepare(h, int(request.from_step))
+        facts = self._sim.facts()  # the episode is read and checked without the lock
+        replay = CoreReplay(states, facts, int(request.from_step), int(stop), self._ended)
+        start = replay.prepare(facts, int(request.from_step))
         republish = (
             _Republisher(self._node, folder / BAG, [*self._commands, *self._live_topics()])
             if request.republish
@@ -297,7 +292,7 @@ class RecordingServices:
         replay = self.replay
         if replay is None:
             raise RequestError("no replay to seek in (~/replay starts one)")
-        start = replay.prepare(self._sim.handler, int(request.step))
+        start = replay.prepare(self._sim.facts(), int(request.step))
         with self._sim.locked() as h:
             replay.seek(h, start)
             if not replay.done:

@@ -19,8 +19,7 @@ from typing import Any
 from geometry_msgs.msg import Vector3
 from rclpy.action import ActionServer, CancelResponse
 from rclpy.action.server import GoalEvent, ServerGoalHandle
-from rclpy.callback_groups import CallbackGroup, ReentrantCallbackGroup
-from rclpy.node import Node
+from rclpy.callback_groups import ReentrantCallbackGroup
 from simulation_interfaces import action as sa
 from simulation_interfaces import msg as sm
 from simulation_interfaces import srv as ss
@@ -41,8 +40,9 @@ from metasim_ros.core.text import bounded, shown
 from metasim_ros.ros.convert.geometry import fill_pose, fill_twist, stamp, wxyz, xyz
 from metasim_ros.ros.convert.sizes import check_message_sizes
 from metasim_ros.ros.parameters import SimParameters, sim_interfaces_prefix
+from metasim_ros.ros.parts import PartsNode
 from metasim_ros.ros.qos import ACTION_QOS
-from metasim_ros.ros.services.simulation import guarded
+from metasim_ros.ros.services.replies import guarded
 
 R = sm.Result
 F = sm.SimulatorFeatures
@@ -188,14 +188,8 @@ def _region(b: sm.Bounds) -> tuple[str, list] | None:
 class SimInterfaces:
     """Serves simulation_interfaces on a node, over the node's SimulationAccess."""
 
-    def __init__(
-        self,
-        node: Node,
-        sim: SimulationAccess,
-        params: SimParameters,
-        group: CallbackGroup,
-        on_quit: Callable[[], None],
-    ) -> None:
+    def __init__(self, node: PartsNode, sim: SimulationAccess, params: SimParameters) -> None:
+        group = node.groups.writes
         self._params = params
         self._sim = sim
         self.log_error = node.get_logger().error
@@ -207,7 +201,7 @@ class SimInterfaces:
             spawnables_dir=params.spawnables_dir,
             worlds_dir=params.worlds_dir,
             step_limit=lambda: params.step_limit,
-            on_quit=on_quit,
+            on_quit=quit_soon(node.quit),
         )
         self.prefix = sim_interfaces_prefix(params.sim_interfaces_namespace)
         for srv_type, cb in (

@@ -5,22 +5,23 @@
 from __future__ import annotations
 
 from metasim_msgs.srv import ApplyWrench
-from rclpy.callback_groups import CallbackGroup
-from rclpy.node import Node
 from std_srvs.srv import Trigger
 
 from metasim_ros.core import limits
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.ros.convert.geometry import xyz
-from metasim_ros.ros.services.simulation import replying
+from metasim_ros.ros.parameters import SimParameters
+from metasim_ros.ros.parts import PartsNode
+from metasim_ros.ros.services.replies import replying
 
 
 class WrenchServices:
     """Parse, call the handler under the lock, reply (see core.control.wrenches)."""
 
-    def __init__(self, node: Node, sim: SimulationAccess, group: CallbackGroup) -> None:
+    def __init__(self, node: PartsNode, sim: SimulationAccess, params: SimParameters) -> None:
         self._sim = sim
         self.log_error = node.get_logger().error
+        group = node.groups.writes
         node.create_service(ApplyWrench, "~/apply_wrench", self.apply_wrench, callback_group=group)
         node.create_service(Trigger, "~/clear_wrenches", self.clear_wrenches, callback_group=group)
 

@@ -14,7 +14,6 @@ import threading
 
 import mujoco
 import numpy as np
-from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image
 
@@ -23,6 +22,7 @@ from metasim_ros.core.scene.frames import FrameTree
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.ros.convert.geometry import stamp
 from metasim_ros.ros.parameters import SimParameters
+from metasim_ros.ros.parts import PartsNode
 from metasim_ros.ros.topics.readers import anyone_reads
 
 #: Reliable keep-last: matches reliable (rviz2's default) and best-effort readers, and a
@@ -85,7 +85,7 @@ class CameraStreamer:
     renderer before rendering again.
     """
 
-    def __init__(self, node: Node, sim: SimulationAccess, params: SimParameters) -> None:
+    def __init__(self, node: PartsNode, sim: SimulationAccess, params: SimParameters) -> None:
         self._node = node
         self._sim = sim
         self._params = params
@@ -139,6 +139,11 @@ class CameraStreamer:
     def start(self) -> None:
         """Start the camera thread (it follows the model even while there is no camera)."""
         self._thread.start()
+
+    def parameter_changed(self, name: str, _value: object) -> None:
+        """camera_rate: the next frame waits the new period."""
+        if name == "camera_rate":
+            self.rate_changed()
 
     def rate_changed(self) -> None:
         """camera_rate changed: its new period counts from now (not after the old one)."""

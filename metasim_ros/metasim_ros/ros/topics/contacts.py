@@ -10,15 +10,16 @@ from __future__ import annotations
 
 from geometry_msgs.msg import Point
 from metasim_msgs.msg import Contact, Contacts
-from rclpy.node import Node
 from visualization_msgs.msg import Marker, MarkerArray
 
 from metasim_ros.core.rotations import mat_to_quat
 from metasim_ros.core.scene.frames import FrameTree
+from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.state.forces import ContactReadings
 from metasim_ros.ros.convert.geometry import fill_wrench, fill_wxyz, fill_xyz, stamp
 from metasim_ros.ros.parameters import SimParameters
+from metasim_ros.ros.parts import PartsNode
 from metasim_ros.ros.topics.readers import anyone_reads
 
 
@@ -26,10 +27,9 @@ class ContactTopics:
     """Contacts of env 0 as messages; `active()` says whether anyone listens; `follow`
     takes a new model's names (from the streams' tick, under the simulation lock)."""
 
-    def __init__(
-        self, node: Node, handler: MujocoHandler, tree: FrameTree, params: SimParameters
-    ) -> None:
+    def __init__(self, node: PartsNode, sim: SimulationAccess, params: SimParameters) -> None:
         self._params = params
+        tree = node.streams.tree
         self._pub = node.create_publisher(Contacts, "~/contacts", 10)
         self._marker_pub = node.create_publisher(MarkerArray, "~/contact_markers", 10)
         self._msg = Contacts()
@@ -39,7 +39,16 @@ class ContactTopics:
         self._clear = Marker(action=Marker.DELETEALL, ns="contacts")
         self._clear.header.frame_id = tree.world
         self._marker_pool: list[Marker] = []
-        self.follow(handler, tree)
+        with sim.locked() as h:
+            self.follow(h, tree)
+        node.streams.add(
+            "contact_rate",
+            params.contact_rate,
+            lambda h: h.contacts(0),
+            self.publish,
+            self.active,
+            self.follow,
+        )
 
     def follow(self, handler: MujocoHandler, tree: FrameTree) -> None:
         """Geom and body names of the handler's current model (with the simulation held)."""

@@ -17,7 +17,6 @@ import traceback
 from collections.abc import Iterable
 
 from geometry_msgs.msg import Point
-from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 from visualization_msgs.msg import Marker, MarkerArray
@@ -31,6 +30,7 @@ from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.text import log_block
 from metasim_ros.ros.convert.geometry import fill_pose, fill_xyz
 from metasim_ros.ros.parameters import SimParameters
+from metasim_ros.ros.parts import PartsNode
 
 #: Latched: a late subscriber (rviz2, robot_state_publisher, MoveIt) gets the last one.
 LATCHED_QOS = QoSProfile(
@@ -71,7 +71,7 @@ class RvizTopics:
     compiled model is never modified in place, so reading it after the lock is safe).
     """
 
-    def __init__(self, node: Node, sim: SimulationAccess, params: SimParameters) -> None:
+    def __init__(self, node: PartsNode, sim: SimulationAccess, params: SimParameters) -> None:
         self._node = node
         self._params = params
         self._log = node.get_logger()
@@ -114,6 +114,11 @@ class RvizTopics:
                 String, "robot_description", LATCHED_QOS
             )
         self._description.publish(String(data=text))
+
+    def parameter_changed(self, name: str, _value: object) -> None:
+        """markers, marker_groups: the markers again, as they now say."""
+        if name in ("markers", "marker_groups"):
+            self.publish_markers(self._params)
 
     def publish_markers(self, params: SimParameters) -> None:
         """The markers for the current `markers` / `marker_groups` (only a DELETEALL when

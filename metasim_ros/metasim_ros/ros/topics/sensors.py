@@ -17,16 +17,17 @@ from collections.abc import Callable
 
 from geometry_msgs.msg import WrenchStamped
 from metasim_msgs.msg import SensorReading, SensorReadings
-from rclpy.node import Node
 from rclpy.publisher import Publisher
 from sensor_msgs.msg import Imu, MagneticField, Range
 
 from metasim_ros.core.scene.frames import FrameTree
+from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.state.sensors import SensorDevice
 from metasim_ros.core.state.sensors import SensorReadings as CoreReadings
 from metasim_ros.ros.convert.geometry import doubles, fill_wxyz, fill_xyz, stamp
 from metasim_ros.ros.parameters import SimParameters
+from metasim_ros.ros.parts import PartsNode
 
 _MESSAGES = {"imu": Imu, "wrench": WrenchStamped, "range": Range, "magnetometer": MagneticField}
 
@@ -60,14 +61,21 @@ class SensorTopics:
     a device's publisher stays while its topic and kind do; devices gone lose theirs.
     """
 
-    def __init__(
-        self, node: Node, handler: MujocoHandler, tree: FrameTree, params: SimParameters
-    ) -> None:
+    def __init__(self, node: PartsNode, sim: SimulationAccess, params: SimParameters) -> None:
         self._node = node
         self._params = params
         self._raw_pub = node.create_publisher(SensorReadings, "~/sensors", 10)
         self._pubs: dict[tuple[str, str], Publisher] = {}  # (topic, kind) -> publisher
-        self.follow(handler, tree)
+        with sim.locked() as h:
+            self.follow(h, node.streams.tree)
+        node.streams.add(
+            "sensor_rate",
+            params.sensor_rate,
+            lambda h: h.sensor_readings(0),
+            self.publish,
+            lambda: self.count > 0,
+            self.follow,
+        )
 
     def follow(self, handler: MujocoHandler, tree: FrameTree) -> None:
         """Messages and device topics for the handler's current model."""

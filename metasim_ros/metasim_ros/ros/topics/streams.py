@@ -191,6 +191,11 @@ class Streams:
         """Rate parameter names of the streams."""
         return set(self._streams)
 
+    def parameter_changed(self, name: str, value: object) -> None:
+        """A `*_rate` parameter of a stream: its new period counts from now."""
+        if name in self.names:
+            self.set_rate(name, float(value))
+
     def set_rate(self, name: str, hz: float) -> None:
         """Change one topic's rate (a runtime parameter change; 0 = every batch). The new
         period counts from now: a message due in 100 s at the old rate is not waited for."""

@@ -1,0 +1,93 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
+"""What the node's parts are built from and share.
+
+Every part (a topic, a service, an input) is built as `Part(node, sim, params)` from the
+node's one list (ros/sim_node.py: PARTS), in that order, and reaches the simulation only
+through `sim` (SimulationAccess: the handler only inside `sim.locked()`). What parts share
+lives on the node, typed here, so topics/, services/ and inputs/ never import each other:
+the callback groups, the periodic streams other parts add to, the clock-gap record, the
+lines ~/status adds, the warnings about outside input, the quit request. A part may have
+`start()`, `stop(timeout)` and `parameter_changed(name, value)`; the node calls them.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from rclpy.callback_groups import (
+    CallbackGroup,
+    MutuallyExclusiveCallbackGroup,
+    ReentrantCallbackGroup,
+)
+from rclpy.node import Node
+
+from metasim_ros.core.gaps import GapRecord
+from metasim_ros.core.scene.frames import FrameTree
+from metasim_ros.core.sim.handler import MujocoHandler
+from metasim_ros.ros.log_limit import LogLimit
+from metasim_ros.ros.parameters import SimParameters
+
+#: Command inputs besides `joint_command_topic` (what a recording records of them).
+JOINT_TARGETS_TOPIC = "~/joint_targets"
+JOINT_TRAJECTORY_TOPIC = "~/joint_trajectory"
+
+
+def input_topics(params: SimParameters) -> list[str]:
+    """Every topic the node takes commands from."""
+    return [params.joint_command_topic, JOINT_TARGETS_TOPIC, JOINT_TRAJECTORY_TOPIC]
+
+
+class CallbackGroups:
+    """Callback groups by what the callbacks touch."""
+
+    #: Most callbacks of the service groups that can run at once (for the executor's
+    #: threads): two status calls, one write, a running step and the pause or step that
+    #: ends it.
+    CONCURRENT = 5
+
+    def __init__(self) -> None:
+        #: status: concurrent with each other and with one writer.
+        self.reads: CallbackGroup = ReentrantCallbackGroup()
+        #: snapshots, reset, wrenches, simulation_interfaces' changes, recordings: one at
+        #: a time.
+        self.writes: CallbackGroup = MutuallyExclusiveCallbackGroup()
+        #: step and pause: a running step can be ended by a pause or a newer step.
+        self.stepping: CallbackGroup = ReentrantCallbackGroup()
+
+
+class Periodic(Protocol):
+    """The periodic streams (topics/streams.py) as other parts see them."""
+
+    tree: FrameTree
+
+    def add(
+        self,
+        rate_param: str,
+        hz: float,
+        read: Callable[[MujocoHandler], Any],
+        publish: Callable[[Any], None],
+        active: Callable[[], bool] | None = None,
+        follow: Callable[[MujocoHandler, FrameTree], None] | None = None,
+    ) -> None:
+        """Publish `read`'s result at `hz` (wall clock) through `publish`."""
+
+
+class PartsNode(Node):
+    """The node as its parts see it: rclpy's Node plus what parts share (set by the node
+    before the parts are built)."""
+
+    params: SimParameters
+    #: warnings about outside input: one line per cause per period
+    warn_input: LogLimit
+    groups: CallbackGroups
+    #: the periodic streams (built first: other parts add theirs)
+    streams: Periodic
+    #: the longest gaps between two /clock publishes (what ~/status reports)
+    clock_gaps: GapRecord
+    #: more health for ~/status: each gives (healthy, one line) or None
+    status_parts: list[Callable[[], tuple[bool, str] | None]]
+    #: set by SetSimulationState QUITTING: the node ends
+    quit: threading.Event
