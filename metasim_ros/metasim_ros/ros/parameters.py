@@ -62,14 +62,6 @@ _STEPS_MAX = 2**32 - 1
 _GAIN_MAX = limits.MAX_ABS_VALUE
 
 
-def _default_snapshot_dir() -> str:
-    return os.path.join(ros_home(), "metasim_snapshots")
-
-
-def _resolve_snapshot_dir(value: str) -> str:
-    return os.path.expanduser(value or _default_snapshot_dir())
-
-
 def _ros_home_dir(name: str) -> Callable[[str], str]:
     def resolve(value: str) -> str:
         return os.path.expanduser(value or os.path.join(ros_home(), name))
@@ -305,7 +297,7 @@ class SimParameters:
         "directory that snapshot service paths resolve in; empty = "
         "$ROS_HOME/metasim_snapshots (~/.ros/metasim_snapshots); nothing outside it is "
         "read or written",
-        resolve=_resolve_snapshot_dir,
+        resolve=_ros_home_dir("metasim_snapshots"),
     )
     recordings_dir: str = _p(
         "",

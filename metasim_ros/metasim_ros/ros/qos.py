@@ -1,6 +1,13 @@
 # Copyright 2026 metasim_ros developers
 # SPDX-License-Identifier: Apache-2.0
-"""The QoS of every service and action server of the node.
+"""Every QoS profile of the node: its publishers' (below) and its services' and action
+servers'.
+
+Publishers are reliable with keep-last histories: a reliable writer matches both reliable
+and best-effort readers (rviz2, rclpy's clock subscription, sensor-data readers), and a
+keep-last depth means a slow reader never makes the simulation wait.
+
+Services:
 
 rmw_fastrtps sends each reply to every client of the service (a client keeps only its
 own), and a reliable writer with rclpy's default service QoS (keep last 10) may drop a
@@ -20,7 +27,17 @@ servers are created outside the node's methods and take ACTION_QOS.
 
 from __future__ import annotations
 
-from rclpy.qos import QoSProfile, qos_profile_parameters
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_parameters
+
+#: /clock: keep the last one only.
+CLOCK_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
+#: Latched: a late subscriber gets the last message (/tf_static as a
+#: StaticTransformBroadcaster sends it, ~/scene_markers, robot_description).
+LATCHED_QOS = QoSProfile(
+    depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
+)
+#: Images: two in flight at most.
+IMAGE_QOS = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
 
 #: Requests and replies of every service (and the services inside each action).
 SERVICE_QOS: QoSProfile = qos_profile_parameters

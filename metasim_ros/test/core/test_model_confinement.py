@@ -216,7 +216,7 @@ def test_a_failure_with_nothing_to_revert_resets_and_halts():
     h.spawn("pile", PILE, (0, 0, 0.5))
     assert h.revert_edit() and not h.revert_edit()  # one undo, then none
     sim = SimulationAccess(h, 0.0)
-    assert sim._failed(RuntimeError("x")) is False
+    assert sim.failed(RuntimeError("x")) is False
     healthy, text = sim.status()
     assert not healthy and "reset" in text
 

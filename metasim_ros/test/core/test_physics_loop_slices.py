@@ -239,10 +239,10 @@ def test_a_model_that_steps_slowly_is_stepped_in_smaller_batches(scene, slow):
     h = MujocoHandler(scene)
     loop = PhysicsLoop(h, 0.0)
     counts: list[int] = []
-    loop.add_tick(lambda: counts.append(loop._steps))
+    loop.add_tick(lambda: counts.append(loop.steps_taken))
     loop.start()
     try:
-        while loop._steps < 10 * loop.MAX_BATCH:
+        while loop.steps_taken < 10 * loop.MAX_BATCH:
             time.sleep(0.001)
     finally:
         loop.stop()

@@ -132,7 +132,7 @@ def test_run_states_and_reset_scopes(api):
     assert exc.value.kind == "already"
     api.step(10)
     api.set_state("stopped")
-    assert api.state() == "stopped" and api._sim.sim_time() == 0.0
+    assert api.state() == "stopped" and api.sim.sim_time() == 0.0
     api.set_state("paused")  # a stopped simulation may be paused (SimulationState.msg)
     assert api.state() == "paused"
     with pytest.raises(Exception, match="step_limit"):
@@ -142,9 +142,9 @@ def test_run_states_and_reset_scopes(api):
         api.step(1)
     api.set_state("paused")
     api.step(5)
-    t = api._sim.sim_time()
+    t = api.sim.sim_time()
     api.reset(1)  # time only
-    assert api._sim.sim_time() == 0.0
+    assert api.sim.sim_time() == 0.0
     with pytest.raises(UnsupportedError):
         api.reset(16)
-    assert math.isclose(t, 5 * api._sim.handler.timestep)
+    assert math.isclose(t, 5 * api.sim.handler.timestep)

@@ -71,9 +71,9 @@ def test_body_keys_do_not_build_entries():
     h = MujocoHandler()
     body = h.get_states(render=False)[0]["robots"]["franka"]["body"]
     assert list(body) and len(body) and "panda_hand" in body
-    assert body._entries is None  # only reading a value builds the per-body dicts
+    assert not body.built  # only reading a value builds the per-body dicts
     body["panda_hand"]
-    assert body._entries is not None
+    assert body.built
 
 
 def test_body_mutations_stay_like_in_a_dict():

@@ -88,20 +88,14 @@ def test_world_state_of_many_envs_goes_out_a_few_envs_per_tick(tmp_path, client)
     ]
     node = SimNode(context=context, parameter_overrides=overrides)
     per_tick: list[list[int]] = []
-    streams = node.streams
-    publish, tick = streams._publish_world_msg, streams.tick
 
-    def counted_publish(msg: WorldState) -> None:
-        per_tick[-1].append(msg.env_id)
-        publish(msg)
+    def watch(what: str, value: object) -> None:
+        if what == "tick":
+            per_tick.append([])
+        elif what == "world_state":
+            per_tick[-1].append(value)
 
-    def counted_tick() -> None:
-        per_tick.append([])
-        tick()
-
-    streams._publish_world_msg = counted_publish
-    loop = node.sim.loop
-    loop._ticks[loop._ticks.index(tick)] = counted_tick
+    node.streams.observer = watch
     # ~/world_state goes out while someone subscribes
     reader = client.node.create_subscription(WorldState, "/sim_node/world_state", id, 10)
     try:

@@ -11,6 +11,7 @@ tested in test_sim_node.py (test_parameters_are_validated_on_set).
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import fields
 from pathlib import Path
 
@@ -18,6 +19,7 @@ import pytest
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
+from metasim_ros.core.paths import ros_home
 from metasim_ros.ros import parameters as decl
 
 PACKAGE = Path(__file__).resolve().parents[2]
@@ -185,7 +187,8 @@ def _declared(overrides: dict | None = None):
 def test_declare_describes_and_ranges_every_parameter(ros_context):
     params, node = _declared()
     try:
-        assert params.robots == [] and params.snapshot_dir == decl._resolve_snapshot_dir("")
+        default = os.path.join(ros_home(), "metasim_snapshots")
+        assert params.robots == [] and params.snapshot_dir == default
         for p in decl.PARAMS:
             d = node.describe_parameter(p.name)
             assert d.description == p.description and d.read_only == (not p.dynamic), p.name

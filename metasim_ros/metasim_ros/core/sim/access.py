@@ -70,7 +70,7 @@ class SimulationAccess:
             handler,
             real_time_factor,
             on_diverged=self._diverged,
-            on_failed=self._failed,
+            on_failed=self.failed,
             on_stopped=self._stopped,
         )
 
@@ -294,7 +294,7 @@ class SimulationAccess:
             text = "STOPPED: the physics thread is not running; " + text
         return not self._halted and (loop.alive or not loop.started), text
 
-    def _failed(self, exc: Exception) -> bool:
+    def failed(self, exc: Exception) -> bool:
         """Stepping raised (e.g. MuJoCo's arena too small for the model): MjData may be left
         mid-step. After a model edit, the edit is reverted (the model and every env as they
         were just before it) and physics may go on: returns True. Otherwise every env goes

@@ -123,6 +123,11 @@ class PhysicsLoop:
         #: takes the steps instead of handler.step while set (set and cleared under the lock)
         self.observer: StepObserver | None = None
 
+    @property
+    def steps_taken(self) -> int:
+        """Every step taken so far, by the loop or step_now."""
+        return self._steps
+
     # -- configuration -------------------------------------------------------------
     @property
     def real_time_factor(self) -> float:

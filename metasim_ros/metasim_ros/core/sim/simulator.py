@@ -115,7 +115,8 @@ class SimulatorApi:
         step_limit: Callable[[], int],
         on_quit: Callable[[], None],
     ) -> None:
-        self._sim = sim
+        #: the simulation it operates on
+        self.sim = sim
         self._spawnables_dir = spawnables_dir
         self._worlds_dir = worlds_dir
         self._step_limit = step_limit
@@ -163,7 +164,7 @@ class SimulatorApi:
             check_region(region)
             if region[0] not in ("sphere", "box"):
                 raise UnsupportedError(f"bounds filter of type {region[0]}: only sphere and box")
-        with self._sim.locked() as h:
+        with self.sim.locked() as h:
             models = list(h.models)
             boxes = {}
             if region is not None:
@@ -197,19 +198,19 @@ class SimulatorApi:
 
     def entity_info(self, name: str) -> EntityInfo:
         """Category, description, tags (the model's default unless set)."""
-        with self._sim.locked() as h:
+        with self.sim.locked() as h:
             info = self._model(h, name)
         return self._infos.get(info)
 
     def set_entity_info(self, name: str, value: EntityInfo) -> None:
         """Override an entity's info (until it is deleted or the world changes)."""
-        with self._sim.locked() as h:
+        with self.sim.locked() as h:
             self._model(h, name)
             self._infos.set(name, value)
 
     def entity_states(self, names: Sequence[str]) -> list[EntityState]:
         """Ground-truth root body states of env 0."""
-        with self._sim.locked() as h:
+        with self.sim.locked() as h:
             infos = [self._model(h, n) for n in names]
             state = h.get_states([0], render=False)[0]
             scratch = mujoco.MjData(h.model)
@@ -249,7 +250,7 @@ class SimulatorApi:
         set (MuJoCo computes it from the forces): returns that note, else ''."""
         if pose is not None:
             pose = check_pose(*pose)
-        with self._sim.locked() as h:
+        with self.sim.locked() as h:
             info = self._model(h, name)
             if not info.free:
                 for what, value in (("twist", twist), ("acceleration", acceleration)):
@@ -273,7 +274,7 @@ class SimulatorApi:
                 if values:
                     section = info.section
                     h.set_states([{section: {name: values}}], [0])
-        self._sim.changed()
+        self.sim.changed()
         if acceleration is not None and info.free:
             return "acceleration ignored: MuJoCo computes it from the forces on the entity"
         return ""
@@ -281,7 +282,7 @@ class SimulatorApi:
     def entity_bounds(self, name: str, convex: bool = False) -> Region | None:
         """('box', [lower, upper]) or ('convex_hull', points) in the entity's root body
         frame; None for an entity without geoms."""
-        with self._sim.locked() as h:
+        with self.sim.locked() as h:
             info = self._model(h, name)
             d = h.synced_data(0)
             pts = geo.entity_points(h.model, d, info.body_ids)
@@ -297,7 +298,7 @@ class SimulatorApi:
 
     def body_pose(self, body: str) -> tuple[np.ndarray, np.ndarray]:
         """World pose of a body of env 0 ('world' is the identity)."""
-        with self._sim.locked() as h:
+        with self.sim.locked() as h:
             if body not in h.body_names:
                 raise NotFoundError(f"no frame '{shown(body)}' (frames are body names)")
             d = h.synced_data(0)
@@ -307,7 +308,7 @@ class SimulatorApi:
     # -- named poses ---------------------------------------------------------------
     def named_poses(self, tags: Sequence[str] = (), all_tags: bool = False) -> list[NamedPose]:
         """Named poses (keyframes' free entities, `pose:` sites) matching the tags."""
-        with self._sim.locked() as h:
+        with self.sim.locked() as h:
             poses = named_poses(h.model, h.synced_data(0), h.models)
         return [p for p in poses if matches_tags(p.tags, list(tags), all_tags)]
 
@@ -363,11 +364,11 @@ class SimulatorApi:
             pos = frame[0] + rotate(frame[1], np.asarray(pos, float))
             quat = quat_mul(frame[1], q)
         p, q = check_pose(pos, quat)
-        return self._sim.edit_model(Spawn(model, name, allow_renaming, tuple(p), tuple(q)))
+        return self.sim.edit_model(Spawn(model, name, allow_renaming, tuple(p), tuple(q)))
 
     def delete(self, name: str) -> None:
         """Remove an entity (spawned or from the scene) with its subtree."""
-        self._sim.edit_model(Remove((name,)))
+        self.sim.edit_model(Remove((name,)))
         self._infos.forget(name)
 
     @staticmethod
@@ -382,9 +383,9 @@ class SimulatorApi:
         """stopped (reset and paused, nothing stepped since), paused, playing, no_world."""
         if self._no_world:
             return NO_WORLD
-        if not self._sim.paused:
+        if not self.sim.paused:
             return PLAYING
-        if self._stopped_at is not None and self._sim.sim_time() == self._stopped_at:
+        if self._stopped_at is not None and self.sim.sim_time() == self._stopped_at:
             return STOPPED
         return PAUSED
 
@@ -395,7 +396,7 @@ class SimulatorApi:
             if target == current:
                 raise TransitionError("already", f"the simulation is already {target}")
             if target == QUITTING:
-                self._sim.pause(True)
+                self.sim.pause(True)
                 self._on_quit()
                 return
             if target not in (STOPPED, PLAYING, PAUSED):
@@ -403,21 +404,21 @@ class SimulatorApi:
             if current == NO_WORLD:
                 raise IncorrectStateError(f"no world is loaded: cannot make it {target}")
             if target == STOPPED:
-                self._sim.pause(True)
+                self.sim.pause(True)
                 self._reset(RESET_ALL)
-                self._stopped_at = self._sim.sim_time()
+                self._stopped_at = self.sim.sim_time()
             elif target == PAUSED:
-                self._sim.pause(True)
+                self.sim.pause(True)
                 self._stopped_at = None
             else:
                 self._stopped_at = None
-                self._sim.pause(False)
+                self.sim.pause(False)
 
     def step(self, n: int) -> float:
         """n steps while paused (stopped counts as paused), at most step_limit; returns the
         new sim time."""
         self._require_world()
-        done, now = self._sim.step(n, self._step_limit())
+        done, now = self.sim.step(n, self._step_limit())
         if done < n:
             raise IncorrectStateError(
                 f"stepping ended after {done} of {n} steps (a pause or a newer step request)"
@@ -428,7 +429,7 @@ class SimulatorApi:
         """One step request taken in slices, any number of steps (a SimulateSteps goal):
         SimulationAccess.stepping, refused without a world."""
         self._require_world()
-        return self._sim.stepping()
+        return self.sim.stepping()
 
     def reset(self, scope: int) -> None:
         """Reset by scope bits: TIME, STATE, SPAWNED; 0 or 255: everything, as at start-up."""
@@ -440,31 +441,31 @@ class SimulatorApi:
 
     def _reset(self, scope: int) -> None:
         if scope == RESET_ALL:
-            with self._sim.locked() as h:
+            with self.sim.locked() as h:
                 edited = h.model_version != self._world_version
             if edited:  # spawned, deleted or moved entities: the world as loaded
-                self._sim.edit_model(*self._source)
-                with self._sim.locked() as h:
+                self.sim.edit_model(*self._source)
+                with self.sim.locked() as h:
                     self._world_version = h.model_version
             else:
-                self._sim.reset()
+                self.sim.reset()
             self._infos.forget()
             return
         if scope & RESET_SPAWNED:
-            with self._sim.locked() as h:
+            with self.sim.locked() as h:
                 names = list(h.spawned)
             if names:
-                self._sim.edit_model(Remove(tuple(names)))
+                self.sim.edit_model(Remove(tuple(names)))
                 self._infos.forget(*names)
         if scope & (RESET_STATE | RESET_TIME):
-            with self._sim.locked() as h:
+            with self.sim.locked() as h:
                 times = [h.sim_time(e) for e in range(h.num_envs)]
                 if scope & RESET_STATE:
                     h.reset()
                 for e, t in enumerate(times):
                     with h.writing(e) as d:
                         d.time = 0.0 if scope & RESET_TIME else t
-            self._sim.changed()
+            self.sim.changed()
 
     # -- worlds --------------------------------------------------------------------
     def worlds(self) -> list[World]:
@@ -493,14 +494,14 @@ class SimulatorApi:
         else:
             raise ResourceError("no_resource", "give world_resource.uri or resource_string")
         with self._lock:
-            paused = self._sim.paused
-            self._sim.pause(True)  # the new world is stopped: it takes no step before that
+            paused = self.sim.paused
+            self.sim.pause(True)  # the new world is stopped: it takes no step before that
             try:
-                name = self._sim.edit_model(WorldLoad(model=model), None)
+                name = self.sim.edit_model(WorldLoad(model=model), None)
             except BaseException:
-                self._sim.pause(paused)  # refused: the world runs on as it did
+                self.sim.pause(paused)  # refused: the world runs on as it did
                 raise
-            with self._sim.locked() as h:
+            with self.sim.locked() as h:
                 self._world_version = h.model_version
                 source = h.recipe.world
             assert source is not None
@@ -508,7 +509,7 @@ class SimulatorApi:
             fallback = Path(model.path).stem if uri else "world"
             self._world, self._no_world = World(name or fallback, where, description), False
             self._infos.forget()
-            self._stopped_at = self._sim.sim_time()
+            self._stopped_at = self.sim.sim_time()
         return self._world
 
     def unload_world(self) -> None:
@@ -516,8 +517,8 @@ class SimulatorApi:
         with self._lock:
             if self._no_world:
                 raise IncorrectStateError("no world is loaded")
-            self._sim.pause(True)
-            self._sim.edit_model(WorldLoad(_NO_WORLD_SCENE), None)
+            self.sim.pause(True)
+            self.sim.edit_model(WorldLoad(_NO_WORLD_SCENE), None)
             self._no_world, self._stopped_at = True, None
             self._infos.forget()
 

@@ -161,6 +161,11 @@ class BodyMap(MutableMapping):
     def __getitem__(self, name: str) -> Any:
         return (self._entries if self._entries is not None else self._materialise())[name]
 
+    @property
+    def built(self) -> bool:
+        """Whether the per-body dicts were built (reading a value builds them)."""
+        return self._entries is not None
+
     def __setitem__(self, name: str, value: Any) -> None:
         (self._entries if self._entries is not None else self._materialise())[name] = value
 

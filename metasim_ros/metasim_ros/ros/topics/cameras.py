@@ -14,7 +14,6 @@ import threading
 
 import mujoco
 import numpy as np
-from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image
 
 from metasim_ros.core.scene.cameras import CameraRenderer, intrinsic_matrix
@@ -23,11 +22,8 @@ from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.ros.convert.geometry import stamp
 from metasim_ros.ros.parameters import SimParameters
 from metasim_ros.ros.parts import PartsNode
+from metasim_ros.ros.qos import IMAGE_QOS
 from metasim_ros.ros.topics.readers import anyone_reads
-
-#: Reliable keep-last: matches reliable (rviz2's default) and best-effort readers, and a
-#: slow reader never makes the publisher wait.
-IMAGE_QOS = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
 
 
 class _CameraTopics:

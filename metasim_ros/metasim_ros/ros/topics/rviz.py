@@ -17,7 +17,6 @@ import traceback
 from collections.abc import Iterable
 
 from geometry_msgs.msg import Point
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 from visualization_msgs.msg import Marker, MarkerArray
 
@@ -31,11 +30,8 @@ from metasim_ros.core.text import log_block
 from metasim_ros.ros.convert.geometry import fill_pose, fill_xyz
 from metasim_ros.ros.parameters import SimParameters
 from metasim_ros.ros.parts import PartsNode
+from metasim_ros.ros.qos import LATCHED_QOS
 
-#: Latched: a late subscriber (rviz2, robot_state_publisher, MoveIt) gets the last one.
-LATCHED_QOS = QoSProfile(
-    depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
-)
 _TYPES = {
     mk.CUBE: Marker.CUBE,
     mk.SPHERE: Marker.SPHERE,

@@ -25,7 +25,6 @@ from typing import Any
 
 from metasim_msgs.msg import WorldState
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from tf2_msgs.msg import TFMessage
@@ -37,18 +36,13 @@ from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.ros.convert.geometry import stamp
 from metasim_ros.ros.convert.states import JointStateFiller, WorldStateFiller, read_worlds
 from metasim_ros.ros.parameters import SimParameters
+from metasim_ros.ros.qos import CLOCK_QOS, LATCHED_QOS
 from metasim_ros.ros.topics.readers import anyone_reads
 from metasim_ros.ros.topics.tf import DynamicTf, static_message
 
 #: Topics besides /clock published in one tick (ticks come every physics batch, and
 #: every 5 ms while paused: 2 keep every default rate, one alone did not while paused).
 OTHERS_PER_TICK = 2
-#: /clock: reliable keep-last-1 matches both reliable and best-effort (rclpy's) readers.
-CLOCK_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
-#: /tf_static: latched for late joiners (what a StaticTransformBroadcaster does).
-TF_STATIC_QOS = QoSProfile(
-    depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
-)
 
 
 @dataclass
@@ -58,6 +52,7 @@ class _Stream:
     publish: Callable[[Any], None]  # after it: fill and publish
     due: float = 0.0
     active: Callable[[], bool] | None = None  # None: always published
+    name: str = ""  # its rate parameter
 
 
 def _period(hz: float) -> float:
@@ -103,7 +98,7 @@ class Streams:
         joint_pub = node.create_publisher(JointState, "joint_states", 10)
         world_pub = node.create_publisher(WorldState, "~/world_state", 10)
         tf_pub = node.create_publisher(TFMessage, "/tf", 100)
-        self._static_pub = node.create_publisher(TFMessage, "/tf_static", TF_STATIC_QOS)
+        self._static_pub = node.create_publisher(TFMessage, "/tf_static", LATCHED_QOS)
         with sim.locked() as h:
             self._layout = _Layout(h, self._prefix)
         self._static_pub.publish(self._layout.static_tf)
@@ -152,6 +147,8 @@ class Streams:
                 active=lambda: anyone_reads(tf_pub),
             ),
         }
+        for name, stream in self._streams.items():
+            stream.name = name
         self._world = self._streams["world_state_rate"]  # the one that goes out in rounds
         self._clock = self._streams["clock_rate"]  # the one never held up by the others
         self._next_due = 0.0  # earliest due time of any stream: the cheap test per tick
@@ -160,6 +157,9 @@ class Streams:
         self._timing = threading.Lock()
         self._followers: list[Callable[[MujocoHandler, FrameTree], None]] = []
         self._sweep: _Sweep | None = None  # a ~/world_state of many envs under way
+        #: sees every tick ("tick", None), each stream read ("read", its rate parameter) and
+        #: each ~/world_state message ("world_state", env id): for tests and tools
+        self.observer: Callable[[str, Any], None] | None = None
         sim.on_change(self.publish_all_soon)
         sim.loop.add_tick(self.tick)
 
@@ -176,7 +176,7 @@ class Streams:
         `follow(handler, tree)` rebuilds what the topic derives from the model: it runs
         under the lock, in the same hold as (and before) the first read of a new model."""
         with self._timing:
-            self._streams[name] = _Stream(_period(hz), read, publish, 0.0, active)
+            self._streams[name] = _Stream(_period(hz), read, publish, 0.0, active, name)
             self._next_due = 0.0
         if follow is not None:
             self._followers.append(follow)
@@ -214,6 +214,8 @@ class Streams:
 
     def tick(self) -> None:
         """Publish the topics that are due (physics thread, between batches)."""
+        if self.observer is not None:
+            self.observer("tick", None)
         sweeping = self._sweep is not None  # then no new ~/world_state this tick
         if sweeping:
             self._continue_sweep()
@@ -246,6 +248,9 @@ class Streams:
                 for follow in self._followers:
                     follow(h, self._layout.tree)
             readings = [s.read(h) for s in due]
+        if self.observer is not None:
+            for s in due:
+                self.observer("read", s.name)
         if rebuilt:
             self._static_pub.publish(self._layout.static_tf)
         for s, reading in zip(due, readings):
@@ -271,4 +276,6 @@ class Streams:
 
     def _publish_worlds(self, start: int, readings: list[tuple]) -> None:
         for env_id, reading in enumerate(readings, start):
+            if self.observer is not None:
+                self.observer("world_state", env_id)
             self._publish_world_msg(self._layout.world.fill(env_id, *reading))
