@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from sensor_msgs.msg import JointState
 
@@ -65,7 +66,7 @@ def commands_from_joint_state(msg: JointState, joints: int) -> dict[str, JointCo
         )
     check_unique_names(msg.name, "joint_command")
 
-    def value(f, i: int) -> float | None:
+    def value(f: Sequence[float], i: int) -> float | None:
         return None if len(f) == 0 or math.isnan(f[i]) else float(f[i])
 
     return {name: JointCommand(*(value(f, i) for f in fields)) for i, name in enumerate(msg.name)}

@@ -34,6 +34,7 @@ from sensor_msgs.msg import JointState
 
 from metasim_ros.core import limits
 from metasim_ros.core.errors import StateValidationError
+from metasim_ros.core.scene.loading import ModelInfo
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.state.robot_joints import RobotJointArrays
@@ -57,7 +58,7 @@ class WorldStateFiller:
     is released, from values copied under it.
     """
 
-    def __init__(self, handler, world_frame: str) -> None:
+    def __init__(self, handler: MujocoHandler, world_frame: str) -> None:
         self._models = handler.models
         self._world_frame = world_frame
         self._types = handler.model.jnt_type.copy()
@@ -118,7 +119,7 @@ class WorldStateFiller:
 class JointStateFiller:
     """Fills one reused sensor_msgs/JointState with the robots' 1-DOF joints."""
 
-    def __init__(self, handler) -> None:
+    def __init__(self, handler: MujocoHandler) -> None:
         self._handler = handler
         ids = [j for robot in handler.robots for j in robot.joint_ids]
         self._arrays = RobotJointArrays(handler.model, ids)
@@ -215,7 +216,7 @@ def check_set_states_sizes(worlds: list[WorldState], num_envs: int, infos: dict)
             _refuse_model_state(f"states[{w}].model_states[{i}]", ms, info)
 
 
-def _refuse_model_state(key: str, ms: ModelState, info) -> None:
+def _refuse_model_state(key: str, ms: ModelState, info: ModelInfo) -> None:
     """Raise the size error of a model state that is over a limit, naming what is."""
     limits.check_name(f"{key}.name", ms.name)
     limits.check_name(f"{key}.reference_frame", ms.reference_frame)
@@ -235,7 +236,7 @@ def _refuse_model_state(key: str, ms: ModelState, info) -> None:
 
 
 def world_to_states(
-    handler, worlds: list[WorldState], world_frame: str
+    handler: MujocoHandler, worlds: list[WorldState], world_frame: str
 ) -> tuple[list[dict], list[int]]:
     """SetStates request -> (partial core states, env ids). Raises StateValidationError.
     Sizes are checked before anything is built (check_set_states_sizes). Poses are in

@@ -6,7 +6,7 @@ trajectory goals, and the action's feedback."""
 from __future__ import annotations
 
 import numpy as np
-from builtin_interfaces.msg import Duration
+from builtin_interfaces.msg import Duration, Time
 from control_msgs.action import FollowJointTrajectory
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
@@ -22,7 +22,7 @@ from metasim_ros.core.errors import StateValidationError
 from metasim_ros.ros.convert.geometry import stamp
 
 
-def seconds(d) -> float:
+def seconds(d: Duration | Time) -> float:
     """builtin_interfaces Duration/Time -> seconds."""
     return d.sec + d.nanosec * 1e-9
 
@@ -32,7 +32,7 @@ def _duration(s: float) -> Duration:
     return Duration(sec=t.sec, nanosec=t.nanosec)
 
 
-def _stack(points, field: str, n: int, key: str) -> np.ndarray | None:
+def _stack(points: list[JointTrajectoryPoint], field: str, n: int, key: str) -> np.ndarray | None:
     rows = [list(getattr(p, field)) for p in points]
     if not any(rows):
         return None

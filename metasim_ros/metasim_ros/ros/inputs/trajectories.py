@@ -19,6 +19,7 @@ import threading
 
 from control_msgs.action import FollowJointTrajectory
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from trajectory_msgs.msg import JointTrajectory
 
@@ -119,7 +120,7 @@ class TrajectoryServer:
                 old.finish(INVALID_GOAL, PREEMPTED)
         return runs
 
-    def _execute(self, robot: str, gh) -> FollowJointTrajectory.Result:
+    def _execute(self, robot: str, gh: ServerGoalHandle) -> FollowJointTrajectory.Result:
         result = FollowJointTrajectory.Result()
         with self._accepted_lock:
             _, parsed = self._accepted.pop(id(gh.request))

@@ -18,6 +18,7 @@ from typing import Any
 
 from metasim_msgs.srv import Replay, Seek, StartRecording
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.duration import Duration as RclDuration
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -32,6 +33,7 @@ from metasim_ros.core.recording.episode import BAG, find_episode, new_episode, r
 from metasim_ros.core.recording.replay import Replay as CoreReplay
 from metasim_ros.core.recording.schemas import definition
 from metasim_ros.core.recording.session import Recording
+from metasim_ros.core.recording.session import Summary as RecordingSummary
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.ros.parameters import SimParameters
 from metasim_ros.ros.parts import PartsNode, input_topics
@@ -55,7 +57,7 @@ def _qos_dicts(infos: list) -> list[dict[str, Any]]:
     for info in infos:
         q = info.qos_profile
 
-        def t(d) -> dict[str, int]:
+        def t(d: RclDuration) -> dict[str, int]:
             return {"sec": int(d.nanoseconds // 10**9), "nsec": int(d.nanoseconds % 10**9)}
 
         out.append(
@@ -125,7 +127,9 @@ class RecordingServices:
         return specs
 
     @replying
-    def start_recording(self, request: StartRecording.Request, response: StartRecording.Response):
+    def start_recording(
+        self, request: StartRecording.Request, response: StartRecording.Response
+    ) -> StartRecording.Response:
         """~/start_recording: a new episode folder, the taps, the recording as the loop's
         observer (its first state captured under the lock)."""
         limits.check_length("topics", request.topics, MAX_TOPICS, "topics")
@@ -184,7 +188,9 @@ class RecordingServices:
         )  # fmt: skip
 
     @replying
-    def stop_recording(self, request: Trigger.Request, response: Trigger.Response):
+    def stop_recording(
+        self, request: Trigger.Request, response: Trigger.Response
+    ) -> Trigger.Response:
         """~/stop_recording: the last state, then both files closed."""
         if self.recording is None:
             raise RequestError("not recording: nothing to stop (~/start_recording starts one)")
@@ -193,7 +199,7 @@ class RecordingServices:
         response.message = summary.text()
         return response
 
-    def _stop(self):
+    def _stop(self) -> RecordingSummary:
         rec = self.recording
         assert rec is not None
         for tap in self._taps:
@@ -214,7 +220,7 @@ class RecordingServices:
 
     # -- replay ---------------------------------------------------------------------------
     @replying
-    def start_replay(self, request: Replay.Request, response: Replay.Response):
+    def start_replay(self, request: Replay.Request, response: Replay.Response) -> Replay.Response:
         """~/replay: checked and prepared without the lock, started under it."""
         if (
             self.recording is not None
@@ -287,7 +293,7 @@ class RecordingServices:
             self._republish = None
 
     @replying
-    def seek(self, request: Seek.Request, response: Seek.Response):
+    def seek(self, request: Seek.Request, response: Seek.Response) -> Seek.Response:
         """~/seek: the episode's exact state at a step of the replay."""
         replay = self.replay
         if replay is None:
@@ -305,7 +311,7 @@ class RecordingServices:
         return response
 
     @replying
-    def stop_replay(self, request: Trigger.Request, response: Trigger.Response):
+    def stop_replay(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         """~/stop_replay: the simulation stays where the replay is and runs live again."""
         if self.replay is None or self.replay.done and self._sim.loop.observer is not self.replay:
             raise RequestError("no replay is running")

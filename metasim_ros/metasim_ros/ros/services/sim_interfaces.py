@@ -240,7 +240,9 @@ class SimInterfaces:
         )
 
     # -- simulation ------------------------------------------------------------------
-    def get_simulator_features(self, request, response):
+    def get_simulator_features(
+        self, request: ss.GetSimulatorFeatures.Request, response: ss.GetSimulatorFeatures.Response
+    ) -> ss.GetSimulatorFeatures.Response:
         """Exactly the features this node implements (and its tests exercise)."""
         response.features.features = list(FEATURES)
         response.features.spawn_formats = SPAWN_FORMATS
@@ -251,7 +253,9 @@ class SimInterfaces:
         return response
 
     @answering()
-    def get_simulation_state(self, request, response):
+    def get_simulation_state(
+        self, request: ss.GetSimulationState.Request, response: ss.GetSimulationState.Response
+    ) -> ss.GetSimulationState.Response:
         """GetSimulationState: stopped, playing, paused or no world."""
         response.state.state = STATE_VALUE[self.api.state()]
 
@@ -259,7 +263,9 @@ class SimInterfaces:
         already=ss.SetSimulationState.Response.ALREADY_IN_TARGET_STATE,
         incorrect=ss.SetSimulationState.Response.INCORRECT_TRANSITION,
     )
-    def set_simulation_state(self, request, response):
+    def set_simulation_state(
+        self, request: ss.SetSimulationState.Request, response: ss.SetSimulationState.Response
+    ) -> ss.SetSimulationState.Response:
         """SetSimulationState: stopped = reset (everything) + paused; quitting ends the node."""
         target = STATE_NAME.get(request.state.state)
         if target is None:
@@ -267,16 +273,20 @@ class SimInterfaces:
         self.api.set_state(target)
 
     @answering()
-    def reset_simulation(self, request, response):
+    def reset_simulation(
+        self, request: ss.ResetSimulation.Request, response: ss.ResetSimulation.Response
+    ) -> ss.ResetSimulation.Response:
         """ResetSimulation: scope bits TIME, STATE, SPAWNED; DEFAULT/ALL = as at start-up."""
         self.api.reset(request.scope)
 
     @answering(incorrect_state=R.RESULT_OPERATION_FAILED)  # as StepSimulation.srv says
-    def step_simulation(self, request, response):
+    def step_simulation(
+        self, request: ss.StepSimulation.Request, response: ss.StepSimulation.Response
+    ) -> ss.StepSimulation.Response:
         """StepSimulation: `steps` steps while paused (refused while playing)."""
         self.api.step(request.steps)
 
-    def _simulate_steps(self, goal_handle):
+    def _simulate_steps(self, goal_handle: ServerGoalHandle) -> sa.SimulateSteps.Result:
         """SimulateSteps, while paused: slices of ACTION_SLICE steps taken as one request
         (SimulatorApi.stepping), feedback after each. Ends SUCCEEDED once every step is taken;
         CANCELED with the steps taken when the client cancels it, or a pause or a newer
@@ -286,7 +296,7 @@ class SimInterfaces:
         result, feedback = sa.SimulateSteps.Result(), sa.SimulateSteps.Feedback()
         done = 0
 
-        def ended(finish: Callable[[], None], code: int, message: str):
+        def ended(finish: Callable[[], None], code: int, message: str) -> sa.SimulateSteps.Result:
             finish()
             result.result.result, result.result.error_message = code, bounded(message)
             return result
@@ -341,12 +351,16 @@ class SimInterfaces:
         )
 
     @answering()
-    def get_entities(self, request, response):
+    def get_entities(
+        self, request: ss.GetEntities.Request, response: ss.GetEntities.Response
+    ) -> ss.GetEntities.Response:
         """GetEntities: names matching the filters (regex, categories, tags, region)."""
         response.entities = self._filtered(request.filters)
 
     @answering()
-    def get_entity_info(self, request, response):
+    def get_entity_info(
+        self, request: ss.GetEntityInfo.Request, response: ss.GetEntityInfo.Response
+    ) -> ss.GetEntityInfo.Response:
         """GetEntityInfo: category, description, tags."""
         info = self.api.entity_info(request.entity)
         response.info = sm.EntityInfo(
@@ -356,7 +370,9 @@ class SimInterfaces:
         )
 
     @answering()
-    def set_entity_info(self, request, response):
+    def set_entity_info(
+        self, request: ss.SetEntityInfo.Request, response: ss.SetEntityInfo.Response
+    ) -> ss.SetEntityInfo.Response:
         """SetEntityInfo: override category, description, tags."""
         category = _category(request.info.category.category)
         self.api.set_entity_info(
@@ -373,19 +389,25 @@ class SimInterfaces:
         return msg
 
     @answering()
-    def get_entity_state(self, request, response):
+    def get_entity_state(
+        self, request: ss.GetEntityState.Request, response: ss.GetEntityState.Response
+    ) -> ss.GetEntityState.Response:
         """GetEntityState: root body pose, twist, acceleration in the world (env 0)."""
         response.state = self._state_msg(self.api.entity_states([request.entity])[0])
 
     @answering()
-    def get_entities_states(self, request, response):
+    def get_entities_states(
+        self, request: ss.GetEntitiesStates.Request, response: ss.GetEntitiesStates.Response
+    ) -> ss.GetEntitiesStates.Response:
         """GetEntitiesStates: GetEntities plus each one's state."""
         names = self._filtered(request.filters)
         response.entities = names
         response.states = [self._state_msg(s) for s in self.api.entity_states(names)]
 
     @answering(pose=ss.SetEntityState.Response.INVALID_POSE)
-    def set_entity_state(self, request, response):
+    def set_entity_state(
+        self, request: ss.SetEntityState.Request, response: ss.SetEntityState.Response
+    ) -> ss.SetEntityState.Response:
         """SetEntityState: pose and/or twist in the world. A non-zero twist or acceleration
         for a static entity fails (OPERATION_FAILED, as the .srv says); a dynamic entity's
         acceleration is ignored, and the reply says so."""
@@ -401,14 +423,18 @@ class SimInterfaces:
         )
 
     @answering()
-    def get_entity_bounds(self, request, response):
+    def get_entity_bounds(
+        self, request: ss.GetEntityBounds.Request, response: ss.GetEntityBounds.Response
+    ) -> ss.GetEntityBounds.Response:
         """GetEntityBounds: box (or convex hull, a parameter) in the root body frame."""
         convex = self._params.entity_bounds == "convex_hull"
         response.bounds = _bounds_msg(self.api.entity_bounds(request.entity, convex))
 
     # -- named poses -------------------------------------------------------------------
     @answering()
-    def get_named_poses(self, request, response):
+    def get_named_poses(
+        self, request: ss.GetNamedPoses.Request, response: ss.GetNamedPoses.Response
+    ) -> ss.GetNamedPoses.Response:
         """GetNamedPoses: keyframe poses of free entities and 'pose:<name>' sites."""
         all_of = request.tags.filter_mode == sm.TagsFilter.FILTER_MODE_ALL
         for p in self.api.named_poses(list(request.tags.tags), all_of):
@@ -417,13 +443,17 @@ class SimInterfaces:
             response.poses.append(msg)
 
     @answering()
-    def get_named_pose_bounds(self, request, response):
+    def get_named_pose_bounds(
+        self, request: ss.GetNamedPoseBounds.Request, response: ss.GetNamedPoseBounds.Response
+    ) -> ss.GetNamedPoseBounds.Response:
         """GetNamedPoseBounds: a pose site's shape; keyframe poses are unbounded."""
         response.bounds = _bounds_msg(self.api.named_pose(request.name).bounds)
 
     # -- spawning ----------------------------------------------------------------------
     @answering()
-    def get_spawnables(self, request, response):
+    def get_spawnables(
+        self, request: ss.GetSpawnables.Request, response: ss.GetSpawnables.Response
+    ) -> ss.GetSpawnables.Response:
         """GetSpawnables: MJCF/URDF files of spawnables_dir (listed without compiling
         them: no bounds)."""
         for uri, description in self.api.spawnables():
@@ -461,12 +491,16 @@ class SimInterfaces:
         )
 
     @answering(**_SPAWN_CODES)
-    def spawn_entity(self, request, response):
+    def spawn_entity(
+        self, request: ss.SpawnEntity.Request, response: ss.SpawnEntity.Response
+    ) -> ss.SpawnEntity.Response:
         """SpawnEntity: one entity from a file URI or resource string."""
         response.entity_name = self._spawn(request)
 
     @answering()
-    def spawn_entities(self, request, response):
+    def spawn_entities(
+        self, request: ss.SpawnEntities.Request, response: ss.SpawnEntities.Response
+    ) -> ss.SpawnEntities.Response:
         """SpawnEntities: each request on its own; ENTITIES_SPAWN_FAILED if any failed."""
         failed = 0
         for one in request.spawn_requests:
@@ -485,7 +519,9 @@ class SimInterfaces:
             )
 
     @answering()
-    def delete_entity(self, request, response):
+    def delete_entity(
+        self, request: ss.DeleteEntity.Request, response: ss.DeleteEntity.Response
+    ) -> ss.DeleteEntity.Response:
         """DeleteEntity: remove an entity (spawned or from the scene)."""
         self.api.delete(request.entity)
 
@@ -497,7 +533,9 @@ class SimInterfaces:
         )
 
     @answering()
-    def get_available_worlds(self, request, response):
+    def get_available_worlds(
+        self, request: ss.GetAvailableWorlds.Request, response: ss.GetAvailableWorlds.Response
+    ) -> ss.GetAvailableWorlds.Response:
         """GetAvailableWorlds: scene files of worlds_dir."""
         if request.filter.tags:
             raise UnsupportedError("world tags are not supported (worlds have none)")
@@ -508,7 +546,9 @@ class SimInterfaces:
             )
 
     @answering(**_WORLD_CODES)
-    def load_world(self, request, response):
+    def load_world(
+        self, request: ss.LoadWorld.Request, response: ss.LoadWorld.Response
+    ) -> ss.LoadWorld.Response:
         """LoadWorld: replace the scene from a file URI or resource string; stopped."""
         if request.ignore_missing_or_unsupported_assets:
             raise UnsupportedError("missing or unsupported assets cannot be ignored (MuJoCo)")
@@ -516,12 +556,16 @@ class SimInterfaces:
         response.world = self._world_msg(self.api.load_world(r.uri, r.resource_string))
 
     @answering(incorrect_state=ss.UnloadWorld.Response.NO_WORLD_LOADED)
-    def unload_world(self, request, response):
+    def unload_world(
+        self, request: ss.UnloadWorld.Request, response: ss.UnloadWorld.Response
+    ) -> ss.UnloadWorld.Response:
         """UnloadWorld: an empty world; NO_WORLD until LoadWorld."""
         self.api.unload_world()
 
     @answering(incorrect_state=ss.GetCurrentWorld.Response.NO_WORLD_LOADED)
-    def get_current_world(self, request, response):
+    def get_current_world(
+        self, request: ss.GetCurrentWorld.Request, response: ss.GetCurrentWorld.Response
+    ) -> ss.GetCurrentWorld.Response:
         """GetCurrentWorld: the loaded world's name, URI, description."""
         response.world = self._world_msg(self.api.current_world())
 

@@ -50,7 +50,9 @@ class SimServices:
         return resolve_inside(self._params.snapshot_dir, name)
 
     @replying
-    def load_snapshot(self, request: LoadSnapshot.Request, response: LoadSnapshot.Response):
+    def load_snapshot(
+        self, request: LoadSnapshot.Request, response: LoadSnapshot.Response
+    ) -> LoadSnapshot.Response:
         """~/load_snapshot: restore one state of a file, verified.
 
         The file is opened, read and checked against the model without the lock; only the
@@ -91,7 +93,9 @@ class SimServices:
         return response
 
     @replying
-    def save_snapshot(self, request: SaveSnapshot.Request, response: SaveSnapshot.Response):
+    def save_snapshot(
+        self, request: SaveSnapshot.Request, response: SaveSnapshot.Response
+    ) -> SaveSnapshot.Response:
         """~/save_snapshot: every env to one HDF5 file, atomically.
 
         Only the capture of the physics states holds the lock (microseconds); body rows are
@@ -107,14 +111,14 @@ class SimServices:
         return response
 
     @replying
-    def reset(self, request: Trigger.Request, response: Trigger.Response):
+    def reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         """~/reset: every env to the initial state."""
         self._sim.reset()
         response.success, response.message = True, "reset to the initial state"
         return response
 
     @replying
-    def status(self, request: Trigger.Request, response: Trigger.Response):
+    def status(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         """~/status: health and run state, derived from the simulation, the /clock
         publishes and the thread serving get/set_states."""
         response.success, response.message = self._sim.status()
@@ -134,7 +138,7 @@ class SimServices:
         return response
 
     @replying
-    def pause(self, request: SetBool.Request, response: SetBool.Response):
+    def pause(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
         """~/pause: true pauses, false resumes."""
         self._sim.pause(request.data)
         response.success = True
@@ -142,7 +146,7 @@ class SimServices:
         return response
 
     @replying
-    def step(self, request: Step.Request, response: Step.Response):
+    def step(self, request: Step.Request, response: Step.Response) -> Step.Response:
         """~/step: `steps` physics steps in slices, while paused; a pause or a newer
         step ends it early, and the reply says how many steps were taken."""
         response.steps_done, response.time = self._sim.step(request.steps, self._params.step_limit)

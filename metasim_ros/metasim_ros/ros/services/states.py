@@ -72,7 +72,9 @@ class StateServices:
         return False, "STOPPED: ~/get_states and ~/set_states are not served"
 
     @replying
-    def set_states(self, request: SetStates.Request, response: SetStates.Response):
+    def set_states(
+        self, request: SetStates.Request, response: SetStates.Response
+    ) -> SetStates.Response:
         """~/set_states: partial states, all or nothing."""
 
         def apply(h: MujocoHandler) -> int:  # parsed against the model it is applied to
@@ -85,7 +87,9 @@ class StateServices:
         return response
 
     @replying
-    def get_states(self, request: GetStates.Request, response: GetStates.Response):
+    def get_states(
+        self, request: GetStates.Request, response: GetStates.Response
+    ) -> GetStates.Response:
         """~/get_states: every env's WorldState (copied under the lock, a few envs per
         hold, filled after)."""
         replies = self._replies

@@ -26,7 +26,9 @@ class WrenchServices:
         node.create_service(Trigger, "~/clear_wrenches", self.clear_wrenches, callback_group=group)
 
     @replying
-    def apply_wrench(self, request: ApplyWrench.Request, response: ApplyWrench.Response):
+    def apply_wrench(
+        self, request: ApplyWrench.Request, response: ApplyWrench.Response
+    ) -> ApplyWrench.Response:
         """~/apply_wrench: one body, world-frame force at a point plus torque, for a duration."""
         limits.check_name("body", request.body)
         force, torque, point = xyz(request.force), xyz(request.torque), xyz(request.reference_point)
@@ -39,7 +41,9 @@ class WrenchServices:
         return response
 
     @replying
-    def clear_wrenches(self, request: Trigger.Request, response: Trigger.Response):
+    def clear_wrenches(
+        self, request: Trigger.Request, response: Trigger.Response
+    ) -> Trigger.Response:
         """~/clear_wrenches: remove every applied wrench of every env."""
         self._sim.change(lambda h: h.clear_wrenches())
         response.success, response.message = True, "every applied wrench removed"

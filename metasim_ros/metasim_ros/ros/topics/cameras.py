@@ -19,6 +19,7 @@ from sensor_msgs.msg import CameraInfo, Image
 from metasim_ros.core.scene.cameras import CameraRenderer, intrinsic_matrix
 from metasim_ros.core.scene.frames import FrameTree
 from metasim_ros.core.sim.access import SimulationAccess
+from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.ros.convert.geometry import stamp
 from metasim_ros.ros.parameters import SimParameters
 from metasim_ros.ros.parts import PartsNode
@@ -95,7 +96,7 @@ class CameraStreamer:
         self._rate_changed = threading.Event()
         self._thread = threading.Thread(target=self._run, name="cameras", daemon=True)
 
-    def _follow(self, h) -> None:
+    def _follow(self, h: MujocoHandler) -> None:
         """Build topics, copy buffer and (lazily) renderer for the handler's current model;
         called with the simulation held."""
         model, p = h.model, self._params

@@ -16,6 +16,7 @@ import threading
 import traceback
 from collections.abc import Iterable
 
+import mujoco
 from geometry_msgs.msg import Point
 from std_msgs.msg import String
 from visualization_msgs.msg import Marker, MarkerArray
@@ -23,6 +24,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 from metasim_ros.core.errors import FileAccessError
 from metasim_ros.core.scene import markers as mk
 from metasim_ros.core.scene.frames import FrameTree
+from metasim_ros.core.scene.loading import ModelInfo
 from metasim_ros.core.scene.mesh_export import ros_mesh_folder
 from metasim_ros.core.scene.urdf import robot_description
 from metasim_ros.core.sim.access import SimulationAccess
@@ -84,7 +86,9 @@ class RvizTopics:
             self.publish_markers(self._params)
             self._publish_description(model, robots, path)
 
-    def _describe(self, model, robots: list, path: str | None) -> str | None:
+    def _describe(
+        self, model: mujoco.MjModel, robots: list[ModelInfo], path: str | None
+    ) -> str | None:
         """robot_description's text, its generated meshes in $ROS_HOME/metasim_meshes;
         without them (comments in their place) when they cannot be written."""
         groups = self._params.marker_groups
@@ -94,7 +98,9 @@ class RvizTopics:
             self._log.warning(f"robot_description without its generated meshes: {exc}")
             return robot_description(model, robots, path, groups)
 
-    def _publish_description(self, model, robots: list, path: str | None) -> None:
+    def _publish_description(
+        self, model: mujoco.MjModel, robots: list[ModelInfo], path: str | None
+    ) -> None:
         try:
             text = self._describe(model, robots, path)
         except Exception:  # a bug in the description must not keep the simulation from running

@@ -15,6 +15,7 @@ import math
 import re
 from collections.abc import Callable
 
+import numpy as np
 from geometry_msgs.msg import WrenchStamped
 from metasim_msgs.msg import SensorReading, SensorReadings
 from rclpy.publisher import Publisher
@@ -50,7 +51,7 @@ def device_topics(devices: list[SensorDevice]) -> list[str]:
     return [f"~/sensors/{n}" for n in out]
 
 
-def _diagonal(cov, variance: float) -> None:
+def _diagonal(cov: np.ndarray, variance: float) -> None:
     cov[0] = cov[4] = cov[8] = variance
 
 

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import mujoco
 import numpy as np
 from geometry_msgs.msg import TransformStamped
 from tf2_msgs.msg import TFMessage
@@ -44,7 +45,7 @@ class DynamicTf:
             + [_transform(tree.world, tree.camera_names[c]) for c in tree.cameras_tracking]
         )
 
-    def read(self, data) -> tuple:
+    def read(self, data: mujoco.MjData) -> tuple:
         """What fill() needs, copied out of MjData (cheap; done under the simulation lock)."""
         return (data.time, *self._tree.dynamic(data), self._tree.tracking_cameras(data))
 
