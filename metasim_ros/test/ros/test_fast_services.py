@@ -12,6 +12,8 @@ from rclpy.context import Context
 from rclpy.parameter import Parameter
 from std_srvs.srv import Trigger
 
+from metasim_ros.ros.services.simulation import SimServices
+from metasim_ros.ros.services.states import StateServices
 from metasim_ros.ros.sim_node import SimNode
 
 
@@ -25,13 +27,14 @@ def test_status_fails_when_get_and_set_states_are_not_served(tmp_path, client):
         # the second node serves under sim_node's name; nothing spins sim_node itself here
         reply = client.call(GetStates, "/sim_node/get_states", GetStates.Request())
         assert len(reply.states) == 1 and reply.states[0].model_states
-        assert node.fast_services.alive
-        healthy = node.sim_services.status(Trigger.Request(), Trigger.Response())
+        states, services = node.parts[StateServices], node.parts[SimServices]
+        assert states.serving
+        healthy = services.status(Trigger.Request(), Trigger.Response())
         assert healthy.success, healthy.message
 
-        node.fast_services.stop()
-        assert not node.fast_services.alive
-        stopped = node.sim_services.status(Trigger.Request(), Trigger.Response())
+        states.stop(timeout=5.0)
+        assert not states.serving
+        stopped = services.status(Trigger.Request(), Trigger.Response())
         assert not stopped.success
         assert stopped.message.startswith("STOPPED: ~/get_states and ~/set_states"), stopped.message
     finally:

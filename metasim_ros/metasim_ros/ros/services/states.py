@@ -65,9 +65,14 @@ class StateServices:
         """The fast node goes last, `settle` seconds after its entities (SimNode)."""
         self._host.destroy_node(settle=settle)
 
+    @property
+    def serving(self) -> bool:
+        """Whether the thread serving get/set_states runs."""
+        return self._host.alive
+
     def _health(self) -> tuple[bool, str] | None:
         """~/status fails while the thread serving get/set_states is not running."""
-        if self._host.alive:
+        if self.serving:
             return None
         return False, "STOPPED: ~/get_states and ~/set_states are not served"
 
