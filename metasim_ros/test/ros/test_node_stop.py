@@ -53,6 +53,21 @@ def run(start_node, client, snapshot_dir):
         check.close()
 
 
+@pytest.fixture
+def actions(client):
+    """Action clients on the test's node, destroyed after the test: rclpy's destroy_node
+    leaves them, and with them the node, in the graph for the rest of the session."""
+    made: list[ActionClient] = []
+
+    def make(action_type, name: str) -> ActionClient:
+        made.append(ActionClient(client.node, action_type, name))
+        return made[-1]
+
+    yield make
+    for action in made:
+        action.destroy()
+
+
 def seconds(stamp) -> float:
     return stamp.sec + stamp.nanosec * 1e-9
 
@@ -81,7 +96,7 @@ def test_paused(run, client):
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_a_follow_joint_trajectory_goal_executing(run, client, sig):
+def test_a_follow_joint_trajectory_goal_executing(run, client, actions, sig):
     """A control_msgs client as MoveIt is one: the goal it waits on ends ABORTED, saying
     why, before the node leaves."""
     _, stop = run()
@@ -93,9 +108,7 @@ def test_a_follow_joint_trajectory_goal_executing(run, client, sig):
             positions=[start[j] + 0.2 for j in ARM], time_from_start=Duration(sec=60)
         )
     ]
-    action = ActionClient(
-        client.node, FollowJointTrajectory, "/franka_controller/follow_joint_trajectory"
-    )
+    action = actions(FollowJointTrajectory, "/franka_controller/follow_joint_trajectory")
     client.spin_until(action.server_is_ready, 20.0, "the trajectory action server")
     feedback = []
     sent = action.send_goal_async(goal, feedback_callback=feedback.append)
@@ -108,9 +121,9 @@ def test_a_follow_joint_trajectory_goal_executing(run, client, sig):
     assert SHUTTING_DOWN in result.result().result.error_string
 
 
-def test_a_long_simulate_steps_goal(run, client):
+def test_a_long_simulate_steps_goal(run, client, actions):
     _, stop = run(paused=True)
-    action = ActionClient(client.node, sa.SimulateSteps, "/sim_node/simulate_steps")
+    action = actions(sa.SimulateSteps, "/sim_node/simulate_steps")
     client.spin_until(action.server_is_ready, 20.0, "the simulate_steps action")
     feedback = []
     sent = action.send_goal_async(
