@@ -214,6 +214,8 @@ def _p(default: Any, description: str, **declaration: Any) -> Any:
 _RATE = {"dynamic": True, "low": _RATE_MIN, "high": _RATE_MAX}
 _GAINS = {"dynamic": True, "low": 0.0, "high": _GAIN_MAX, "per_joint": True}
 _LIMITS = ModelLimits()
+#: Default of camera_max_pixels: e.g. one 1920x1080 camera, or six of 640x480.
+CAMERA_MAX_PIXELS = 2 * 1024 * 1024
 
 
 def sim_interfaces_prefix(namespace: str) -> str:
@@ -271,6 +273,15 @@ class SimParameters:
     )
     camera_width: int = _p(640, "camera image width in pixels", low=1, high=8192)
     camera_height: int = _p(480, "camera image height in pixels", low=1, high=8192)
+    camera_max_pixels: int = _p(
+        CAMERA_MAX_PIXELS,
+        "most pixels of all camera images together (camera_width x camera_height x the "
+        "model's cameras); a scene or model change with more is refused. While images are "
+        "read the node holds about 40 bytes per pixel (renderer, image buffers, the last 2 "
+        "frames DDS keeps per image topic), given back once nobody reads, and publishes "
+        "each image in one call that holds the Python interpreter",
+        low=1,
+    )
     render_quality: str = _p(
         "fast",
         "camera rendering: 'fast' has no shadows and no MSAA (right for CPU rendering)",

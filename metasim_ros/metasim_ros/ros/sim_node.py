@@ -37,7 +37,7 @@ from metasim_ros.core.scene.worker import WorkerBuilder
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.text import log_block
-from metasim_ros.ros import parameters
+from metasim_ros.ros import dds_profile, parameters
 from metasim_ros.ros.camera_streamer import CameraStreamer
 from metasim_ros.ros.contact_topics import ContactTopics
 from metasim_ros.ros.conversions import targets_from_joint_state
@@ -98,6 +98,7 @@ class SimNode(Node):
             actuation=p.actuation,
             trajectory_rate=p.trajectory_rate,
             camera_size=(p.camera_width, p.camera_height),
+            camera_max_pixels=p.camera_max_pixels,
             fast_render=p.render_quality == "fast",
             builder=self.builder,
         )
@@ -293,6 +294,7 @@ def main(args: list[str] | None = None) -> int:
     """Run sim_node until SIGINT/SIGTERM, then shut down in order; returns the exit code."""
     sys.setswitchinterval(SWITCH_INTERVAL)
     tune_malloc()  # before DDS and executor threads start (core/memory.py)
+    dds = dds_profile.apply()  # before rclpy creates the participant (ros/dds_profile.py)
     # Our own SIGINT/SIGTERM handling: stop spinning first, then tear down in order, so
     # no callback runs against a context that is already shut down.
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
@@ -305,6 +307,7 @@ def main(args: list[str] | None = None) -> int:
         print(f"sim_node: cannot start: {exc}", file=sys.stderr)
         rclpy.try_shutdown()
         return 1
+    node.get_logger().info(dds)
     executor = MultiThreadedExecutor(num_threads=EXECUTOR_THREADS)
     executor.add_node(node)
     try:
