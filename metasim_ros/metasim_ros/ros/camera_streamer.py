@@ -51,7 +51,6 @@ class _Frame:
     without a copy, and the numpy views of them the renderer writes into."""
 
     def __init__(self, width: int, height: int) -> None:
-        self.size = (width, height)
         self.rgb_data = array("B", bytes(3 * width * height))
         self.depth_data = array("B", bytes(4 * width * height))
         self.rgb = np.frombuffer(self.rgb_data, np.uint8).reshape(height, width, 3)
