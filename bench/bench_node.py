@@ -344,7 +344,7 @@ def main() -> None:
         wall = time.monotonic() - t0
         cam_rate = (probe.clock - c0) / timestep / wall
         print(
-            f"camera0 640x480 rgb+depth: {len(frames) / wall:.1f} frames/s received "
+            f"camera0 640x480 colour image: {len(frames) / wall:.1f} frames/s received "
             f"(camera_rate 15); physics meanwhile {cam_rate:,.0f} steps/s = "
             f"{cam_rate / node_rate:.2f} of the rate without a camera subscriber"
         )

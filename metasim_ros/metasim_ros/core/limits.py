@@ -49,6 +49,9 @@ MAX_TEXT_LENGTH = 4_096
 MAX_RESOURCE_LENGTH = 16 * 1024 * 1024
 #: Spawn requests in one SpawnEntities call (each compiles a model).
 MAX_SPAWN_REQUESTS = 100
+#: Pixels of every camera's image together (the node's camera_max_pixels default): e.g.
+#: one 1920x1080 camera, or six of 640x480.
+CAMERA_MAX_PIXELS = 2 * 1024 * 1024
 
 
 def check_count(key: str, count: int, limit: int, what: str) -> None:

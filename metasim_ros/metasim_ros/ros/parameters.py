@@ -274,6 +274,15 @@ class SimParameters:
     )
     camera_width: int = _p(640, "camera image width in pixels", low=1, high=8192)
     camera_height: int = _p(480, "camera image height in pixels", low=1, high=8192)
+    camera_max_pixels: int = _p(
+        limits.CAMERA_MAX_PIXELS,
+        "most pixels of all camera images together (camera_width x camera_height x the "
+        "model's cameras); a scene or model change with more is refused. While images are "
+        "read the node holds up to about 50 bytes per pixel (renderer, image buffers, the last 2 "
+        "frames DDS keeps per image topic), given back once nobody reads, and publishes "
+        "each image in one call that holds the Python interpreter",
+        low=1,
+    )
     render_quality: str = _p(
         "fast",
         "camera rendering: 'fast' has no shadows and no MSAA (right for CPU rendering)",

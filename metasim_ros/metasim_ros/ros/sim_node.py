@@ -35,7 +35,7 @@ from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.sim.pool import plan_threads, usable_cores
 from metasim_ros.core.text import log_block
-from metasim_ros.ros import parameters
+from metasim_ros.ros import dds_profile, parameters
 from metasim_ros.ros.executor import DrainingExecutor
 from metasim_ros.ros.inputs.joint_command import JointCommandSubscriber
 from metasim_ros.ros.inputs.joint_targets import JointTargets
@@ -131,6 +131,7 @@ class SimNode(PartsNode):
             actuation=p.actuation,
             trajectory_rate=p.trajectory_rate,
             camera_size=(p.camera_width, p.camera_height),
+            camera_max_pixels=p.camera_max_pixels,
             fast_render=p.render_quality == "fast",
             builder=self.builder,
             physics_threads=threads,
@@ -324,6 +325,7 @@ def main(args: list[str] | None = None) -> int:
     hold it, nor crash it in the interpreter's teardown). Returns 1 if it cannot start."""
     sys.setswitchinterval(SWITCH_INTERVAL)
     tune_malloc()  # before DDS and executor threads start (core/memory.py)
+    dds = dds_profile.apply()  # before rclpy creates the participant (ros/dds_profile.py)
     # Our own SIGINT/SIGTERM handling: stop spinning first, then tear down in order, so
     # no callback runs against a context that is already shut down.
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
@@ -342,6 +344,8 @@ def main(args: list[str] | None = None) -> int:
         print(f"sim_node: cannot start: {exc}", file=sys.stderr)
         rclpy.try_shutdown()
         return 1
+
+    node.get_logger().info(dds)
 
     def callback_failed(exc: BaseException) -> None:  # a bug: report it, serve the others
         trace = "".join(traceback.format_exception(exc))

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from metasim_ros.core import MujocoHandler
+from metasim_ros.core.errors import ResourceError
 
 ARTICULATED = str(Path(__file__).parent / "scenes" / "articulated.xml")
 
@@ -72,3 +73,12 @@ def test_pose_and_intrinsics_follow_mujoco():
         np.testing.assert_allclose(
             s[name]["intrinsic"], [[f, 0, (w - 1) / 2], [0, f, (hgt - 1) / 2], [0, 0, 1]]
         )
+
+
+def test_cameras_over_the_pixel_limit_are_refused():
+    # the default scene has one camera
+    with pytest.raises(ResourceError, match="200x100 .* 20000 pixels .* camera_max_pixels=19999"):
+        MujocoHandler(camera_size=(200, 100), camera_max_pixels=19_999)
+    h = MujocoHandler(camera_size=(200, 100), camera_max_pixels=20_000)  # at the limit
+    assert h.get_states()[0]["cameras"]["camera0"]["rgb"].shape == (100, 200, 3)
+    h.close()

@@ -18,6 +18,8 @@ from typing import Sequence
 import mujoco
 import numpy as np
 
+from metasim_ros.core.errors import ResourceError
+
 #: Flips MuJoCo's camera y, z into OpenCV's / REP-103 optical (x right, y down, z forward).
 MJ_TO_OPTICAL = np.array([1.0, -1.0, -1.0])
 
@@ -38,6 +40,19 @@ def _poses(data: mujoco.MjData, cams: np.ndarray) -> tuple[np.ndarray, np.ndarra
     ext[:, :3, 3] = -(world_to_cam @ pos[:, :, None])[:, :, 0]
     ext[:, 3, 3] = 1.0
     return pos, pos + rot[:, :, 2], ext
+
+
+def check_pixels(sizes: Sequence[tuple[int, int]], limit: int | None) -> None:
+    """Refuse cameras whose images hold more than `limit` pixels together (the node's
+    camera_max_pixels: what rendering and publishing them takes grows with it)."""
+    total = sum(w * h for w, h in sizes)
+    if limit is not None and total > limit:
+        shapes = sorted({f"{w}x{h}" for w, h in sizes})
+        raise ResourceError(
+            "too_large",
+            f"{len(sizes)} camera(s) of {' and '.join(shapes)} pixels are {total} pixels in "
+            f"all, more than camera_max_pixels={limit}",
+        )
 
 
 class CameraPoses:
@@ -112,14 +127,31 @@ class CameraRenderer:
         # Reverse-Z (ZEROFAR) depth buffer -> metres, with glFrustum's float32 coefficients.
         self._c = np.float32(-0.5) * (-(far + near) / (far - near)) - np.float32(0.5)
         self._d = np.float32(-0.5) * (-(np.float32(2) * far * near) / (far - near))
+        self._raw: tuple[np.ndarray, np.ndarray] | None = None  # read-back (rgb, depth)
 
     def render(
         self, data: mujoco.MjData, cam_id: int, width: int, height: int
     ) -> tuple[np.ndarray, np.ndarray]:
         """(rgb [H,W,3] uint8, depth [H,W] float32 metres) from one render pass."""
-        rect = mujoco.MjrRect(0, 0, width, height)
         rgb = np.empty((height, width, 3), dtype=np.uint8)
         depth = np.empty((height, width), dtype=np.float32)
+        self.render_into(data, cam_id, rgb, depth)
+        return rgb, depth
+
+    def render_into(
+        self, data: mujoco.MjData, cam_id: int, rgb: np.ndarray | None, depth: np.ndarray | None
+    ) -> None:
+        """Render camera `cam_id` once into rgb [H,W,3] uint8 and depth [H,W] float32
+        metres (either may be None), top row first.
+
+        The pixels are read into buffers the renderer keeps for its size (bottom row
+        first, as OpenGL gives them) and converted into the caller's arrays by numpy,
+        which lets other threads run while it copies: no copy of a frame is made while
+        holding the GIL.
+        """
+        height, width = (rgb if rgb is not None else depth).shape[:2]
+        rect = mujoco.MjrRect(0, 0, width, height)
+        raw_rgb, raw_depth = self._buffers(width, height)
         self._camera.fixedcamid = cam_id
         mujoco.mjv_updateScene(
             self._model,
@@ -132,12 +164,32 @@ class CameraRenderer:
         )
         with self._gl.as_current():
             mujoco.mjr_render(rect, self._scene, self._ctx)
-            mujoco.mjr_readPixels(rgb, depth, rect, self._ctx)
-        metres = (self._d / (depth.astype(np.float64) + self._c)).astype(np.float32)
-        return rgb[::-1].copy(), metres[::-1].copy()
+            mujoco.mjr_readPixels(
+                raw_rgb if rgb is not None else None,
+                raw_depth if depth is not None else None,
+                rect,
+                self._ctx,
+            )
+        if rgb is not None:
+            np.copyto(rgb, raw_rgb[::-1])
+        if depth is not None:
+            # reverse-Z (ZEROFAR) depth buffer -> metres: d / (z + c), in float32 in place
+            np.add(raw_depth[::-1], self._c, out=depth)
+            np.divide(self._d, depth, out=depth)
+
+    def _buffers(self, width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
+        """The read-back buffers for one image size (kept while the size stays)."""
+        if self._raw is None or self._raw[1].shape != (height, width):
+            self._raw = (
+                np.empty((height, width, 3), dtype=np.uint8),
+                np.empty((height, width), dtype=np.float32),
+            )
+        return self._raw
 
     def close(self) -> None:
-        """Free the MuJoCo render context and the GL context it lives in."""
+        """Free the MuJoCo render context, the GL context it lives in and the read-back
+        buffers (their memory goes back to the system)."""
+        self._raw = None
         with self._gl.as_current():
             self._ctx.free()
         self._gl.free()

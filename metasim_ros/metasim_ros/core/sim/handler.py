@@ -38,7 +38,7 @@ from metasim_ros.core.scene.builder import (
     Spawn,
     World,
 )
-from metasim_ros.core.scene.cameras import CameraPoses, CameraRenderer
+from metasim_ros.core.scene.cameras import CameraPoses, CameraRenderer, check_pixels
 from metasim_ros.core.scene.confine import ModelSource
 from metasim_ros.core.scene.entities import check_name_form, check_pose
 from metasim_ros.core.scene.loading import ModelInfo
@@ -196,6 +196,7 @@ class MujocoHandler:
         actuation: str = "pd",
         trajectory_rate: float = 100.0,
         camera_size: tuple[int, int] | None = None,
+        camera_max_pixels: int | None = None,
         fast_render: bool = True,
         derived_tolerance: float = 1e-6,
         builder: Builder | None = None,
@@ -207,11 +208,13 @@ class MujocoHandler:
         "*": default}; actuation: their law, "pd" or "stable_pd". trajectory_rate: Hz
         (sim time) at which executed trajectories update the targets. camera_size: (width, height)
         for every camera (default: the camera's `resolution`, else the offscreen size).
-        fast_render: no shadows/MSAA. derived_tolerance: how far a read-only value given
-        to set_states may be from the value the joints produce. builder: what builds the
-        models of edits (default: a SceneBuilder in this process). physics_threads: threads
-        that step the envs side by side (at most one per env; 1 = in the caller only; see
-        core.sim.pool.plan_threads for a count that fits the machine).
+        camera_max_pixels: the most pixels of every camera's image together; a scene or
+        an edit with more is refused (ResourceError). fast_render: no shadows/MSAA.
+        derived_tolerance: how far a read-only value given to set_states may be from the
+        value the joints produce. builder: what builds the models of edits (default: a
+        SceneBuilder in this process). physics_threads: threads that step the envs side by
+        side (at most one per env; 1 = in the caller only; see core.sim.pool.plan_threads
+        for a count that fits the machine).
         """
         if num_envs < 1:
             raise SceneError(f"num_envs must be >= 1, got {num_envs}")
@@ -231,6 +234,7 @@ class MujocoHandler:
             kp, kd, actuation, _period(trajectory_rate, loaded.model)
         )
         self._camera_size = camera_size
+        self._camera_max_pixels = camera_max_pixels
         self._fast_render = fast_render
         self._derived_tolerance = derived_tolerance
         self._renderer: CameraRenderer | None = None
@@ -362,7 +366,8 @@ class MujocoHandler:
     ) -> _Derived:
         """Everything derived from model `m` and its envs `datas`; reads nothing of the
         current model, so an edit builds it without the lock. Raises SceneError for a
-        model the handler cannot serve (duplicate names, unknown robots)."""
+        model the handler cannot serve (duplicate names, unknown robots, cameras over
+        camera_max_pixels)."""
         models = scene_mod.find_models(m, robots)
         robot_infos = [i for i in models if i.kind == "robot"]
         names = element_names(m)
@@ -372,6 +377,7 @@ class MujocoHandler:
         controls = Controls(m, robot_infos, config, datas, strict=strict)
         layout = controls.layout
         camera_poses = CameraPoses(m, self._camera_size)
+        check_pixels(camera_poses.sizes, self._camera_max_pixels)
         reader = StateReader(m, models, datas, cameras, camera_poses, controls)
         return _Derived(
             model=m,

@@ -3,7 +3,19 @@
 """Camera images for ROS: rendered in their own thread, only while someone subscribes.
 
 The simulation is locked only to copy MjData (microseconds); rendering (milliseconds on
-a CPU) works on the copy, so a slow render never delays physics or a service.
+a CPU) works on the copy, so a slow render never delays physics or a service. Only what
+is read is made: a camera's colour image and its depth image each only while someone
+subscribes to it; camera_info goes out while anyone reads the camera.
+
+Rendering never holds the GIL for a frame: MuJoCo renders and numpy converts the pixels
+(both release the GIL) straight into buffers the messages take without a copy. What is
+left under the GIL is rclpy's publish of each image (it converts, serializes and writes
+it to the transport), which camera_max_pixels bounds with the memory.
+
+Memory goes back once nobody reads: the renderer (GL context and buffers) and the image
+buffers are freed when no image is read, and an image publisher that published is made
+anew when its last reader leaves, since a reliable keep-last writer keeps its last
+messages (serialized, 2 frames) for as long as it lives.
 """
 
 from __future__ import annotations
@@ -11,9 +23,12 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from array import array
 
 import mujoco
 import numpy as np
+from rclpy.node import Node
+from rclpy.publisher import Publisher
 from sensor_msgs.msg import CameraInfo, Image
 
 from metasim_ros.core.scene.cameras import CameraRenderer, intrinsic_matrix
@@ -24,29 +39,90 @@ from metasim_ros.ros.convert.geometry import stamp
 from metasim_ros.ros.parameters import SimParameters
 from metasim_ros.ros.parts import PartsNode
 from metasim_ros.ros.qos import IMAGE_QOS
-from metasim_ros.ros.topics.readers import anyone_reads
+
+#: What an image message holds between publishes (nothing: the frame is the streamer's).
+_NO_DATA = array("B")
+
+
+class _Frame:
+    """The pixels of one image size, shared by every camera (cameras are published one
+    after another, and publishing copies): array buffers a message takes as its data
+    without a copy, and the numpy views of them the renderer writes into."""
+
+    def __init__(self, width: int, height: int) -> None:
+        self.rgb_data = array("B", bytes(3 * width * height))
+        self.depth_data = array("B", bytes(4 * width * height))
+        self.rgb = np.frombuffer(self.rgb_data, np.uint8).reshape(height, width, 3)
+        self.depth = np.frombuffer(self.depth_data, np.float32).reshape(height, width)
+
+
+class _CameraPublishers:
+    """The publishers of one camera; they live as long as the camera's name does, except
+    that an image publisher is made anew once nobody reads what it published."""
+
+    KINDS = ((Image, "image_raw"), (Image, "depth/image_raw"), (CameraInfo, "camera_info"))
+
+    def __init__(self, node: Node, name: str) -> None:
+        self._node = node
+        self._name = name
+        self.pubs: list[Publisher] = [self._create(i) for i in range(len(self.KINDS))]
+        self._held = [False] * len(self.KINDS)  # has published since it was created
+
+    def _create(self, index: int) -> Publisher:
+        kind, topic = self.KINDS[index]
+        return self._node.create_publisher(kind, f"~/{self._name}/{topic}", IMAGE_QOS)
+
+    def readers(self) -> list[bool]:
+        """Whether someone reads each topic now (rgb, depth, info; ~1 us each)."""
+        return [p.get_subscription_count() > 0 for p in self.pubs]
+
+    def publish(self, index: int, msg: Image | CameraInfo) -> None:
+        self.pubs[index].publish(msg)
+        self._held[index] = True
+
+    def release_unread(self) -> None:
+        """Make anew each image publisher that holds frames nobody reads any more."""
+        for i in (0, 1):
+            if self._held[i] and self.pubs[i].get_subscription_count() == 0:
+                self._node.destroy_publisher(self.pubs[i])
+                self.pubs[i] = self._create(i)
+                self._held[i] = False
+
+    def destroy(self) -> None:
+        for pub in self.pubs:
+            self._node.destroy_publisher(pub)
 
 
 class _CameraTopics:
-    """Publishers and reusable messages of one camera."""
+    """The messages of one camera for the current model."""
 
     def __init__(
         self,
-        pubs: tuple,
+        pubs: _CameraPublishers,
         model: mujoco.MjModel,
         cam_id: int,
         width: int,
         height: int,
         frame: str,
     ) -> None:
-        self.cam_id, self.width, self.height = cam_id, width, height
-        self.rgb_pub, self.depth_pub, self.info_pub = pubs
+        self.cam_id, self.pubs = cam_id, pubs
         big = int(sys.byteorder == "big")
+        # check_fields: the data setter then takes an array as it is (else it copies it)
         self.rgb = Image(
-            width=width, height=height, encoding="rgb8", step=3 * width, is_bigendian=big
+            width=width,
+            height=height,
+            encoding="rgb8",
+            step=3 * width,
+            is_bigendian=big,
+            check_fields=True,
         )
         self.depth = Image(
-            width=width, height=height, encoding="32FC1", step=4 * width, is_bigendian=big
+            width=width,
+            height=height,
+            encoding="32FC1",
+            step=4 * width,
+            is_bigendian=big,
+            check_fields=True,
         )
         k = intrinsic_matrix(float(model.cam_fovy[cam_id]), width, height)
         self.info = CameraInfo(
@@ -61,17 +137,19 @@ class _CameraTopics:
         for msg in (self.rgb, self.depth, self.info):
             msg.header.frame_id = frame
 
-    def wanted(self) -> bool:
-        return anyone_reads(self.rgb_pub, self.depth_pub, self.info_pub)
-
-    def publish(self, rgb: np.ndarray, depth: np.ndarray, sim_time: float) -> None:
+    def publish(self, frame: _Frame | None, read: list[bool], sim_time: float) -> None:
+        """Publish what is read (`read`: rgb, depth, info): the images from `frame` (None
+        when no image is read), and camera_info."""
         now = stamp(sim_time)
-        self.rgb.header.stamp = self.depth.header.stamp = self.info.header.stamp = now
-        self.rgb.data = rgb.tobytes()  # bytes: a numpy/memoryview assignment is per element
-        self.depth.data = depth.tobytes()
-        self.rgb_pub.publish(self.rgb)
-        self.depth_pub.publish(self.depth)
-        self.info_pub.publish(self.info)
+        images = ((self.rgb, frame.rgb_data), (self.depth, frame.depth_data)) if frame else ()
+        for index, (msg, data) in enumerate(images):
+            if read[index]:
+                msg.header.stamp = now
+                msg.data = data
+                self.pubs.publish(index, msg)
+                msg.data = _NO_DATA  # the frame stays the streamer's to free
+        self.info.header.stamp = now
+        self.pubs.publish(2, self.info)
 
 
 class CameraStreamer:
@@ -87,9 +165,10 @@ class CameraStreamer:
         self._sim = sim
         self._params = params
         self._log_error = node.get_logger().error
-        self._pubs: dict[str, tuple] = {}
+        self._pubs: dict[str, _CameraPublishers] = {}
         self._topics: list[_CameraTopics] = []
         self._renderer: CameraRenderer | None = None
+        self._frame: _Frame | None = None
         with sim.locked() as h:
             self._follow(h)
         self._stop = threading.Event()
@@ -104,34 +183,17 @@ class CameraStreamer:
         names = list(h.cameras)
         frames = FrameTree(model, p.frame_prefix).optical_frames
         for gone in set(self._pubs) - set(names):
-            for pub in self._pubs.pop(gone):
-                self._node.destroy_publisher(pub)
+            self._pubs.pop(gone).destroy()
         for name in names:
             if name not in self._pubs:
-                self._pubs[name] = tuple(
-                    self._node.create_publisher(kind, f"~/{name}/{topic}", IMAGE_QOS)
-                    for kind, topic in (
-                        (Image, "image_raw"),
-                        (Image, "depth/image_raw"),
-                        (CameraInfo, "camera_info"),
-                    )
-                )
+                self._pubs[name] = _CameraPublishers(self._node, name)
         self._topics = [
-            _CameraTopics(
-                self._pubs[name],
-                model,
-                c,
-                p.camera_width,
-                p.camera_height,
-                frames[c],
-            )
+            _CameraTopics(self._pubs[name], model, c, p.camera_width, p.camera_height, frames[c])
             for c, name in enumerate(names)
         ]
         self._model = model
         self._copy = mujoco.MjData(model)
-        if self._renderer is not None:  # its GL context belongs to this (camera) thread
-            self._renderer.close()
-            self._renderer = None
+        self._release()  # its GL context belongs to this (camera) thread
 
     def start(self) -> None:
         """Start the camera thread (it follows the model even while there is no camera)."""
@@ -163,30 +225,62 @@ class CameraStreamer:
                 if self._sim.model_version != self._version:  # a new model: follow it first
                     with self._sim.locked() as h:
                         self._follow(h)
-                wanted = [t for t in self._topics if t.wanted()]
-                if wanted:
-                    self._render(wanted)
+                self._tick()
         except Exception as exc:  # e.g. no OpenGL: say so once, keep the node serving
             self._log_error(
                 f"camera rendering stopped: {exc} (MUJOCO_GL="
                 f"{os.environ.get('MUJOCO_GL', 'unset')})"
             )
         finally:
-            if self._renderer is not None:
-                self._renderer.close()
+            self._release()
 
-    def _render(self, topics: list[_CameraTopics]) -> None:
+    def _tick(self) -> None:
+        """Publish what is read now; free what nobody reads."""
+        wanted = [(t, t.pubs.readers()) for t in self._topics]
+        wanted = [(t, read) for t, read in wanted if any(read)]
+        if wanted:
+            self._publish(wanted)
+        if not any(read[0] or read[1] for _, read in wanted):
+            self._release()
+        for pubs in self._pubs.values():
+            pubs.release_unread()
+
+    def _publish(self, wanted: list[tuple[_CameraTopics, list[bool]]]) -> None:
         with self._sim.locked() as h:
             if h.model_version != self._version:  # changed since the topics were chosen
                 self._follow(h)
                 return
             h.copy_synced(0, self._copy)
+        frame = None
+        if any(read[0] or read[1] for _, read in wanted):
+            frame = self._frame_buffers()
+        for t, read in wanted:
+            if read[0] or read[1]:
+                self._renderer.render_into(
+                    self._copy,
+                    t.cam_id,
+                    frame.rgb if read[0] else None,
+                    frame.depth if read[1] else None,
+                )
+            t.publish(frame, read, self._copy.time)
+
+    def _frame_buffers(self) -> _Frame:
+        """The renderer and the image buffers, made when images are read again."""
+        p = self._params
         if self._renderer is None:
             self._renderer = CameraRenderer(
                 self._model,
-                [(t.width, t.height) for t in self._topics],
-                fast=self._params.render_quality == "fast",
+                [(p.camera_width, p.camera_height)] * len(self._topics),
+                fast=p.render_quality == "fast",
             )
-        for t in topics:
-            rgb, depth = self._renderer.render(self._copy, t.cam_id, t.width, t.height)
-            t.publish(rgb, depth, self._copy.time)
+        if self._frame is None:
+            self._frame = _Frame(p.camera_width, p.camera_height)
+        return self._frame
+
+    def _release(self) -> None:
+        """Free the renderer and the image buffers (in the camera thread: the GL context
+        is its)."""
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None
+        self._frame = None

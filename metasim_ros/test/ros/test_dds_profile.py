@@ -1,0 +1,62 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
+"""When sim_node applies its Fast DDS profile (ros/dds_profile.py): only where the user
+configured nothing of Fast DDS. What the profile does to the running node is tested
+through the node (test_node_camera_load.py)."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from metasim_ros.core.limits import CAMERA_MAX_PIXELS
+from metasim_ros.ros import dds_profile
+
+VARIABLE = dds_profile.PROFILE_VARIABLE
+
+
+def test_applied_where_nothing_is_configured(tmp_path):
+    environ: dict[str, str] = {}
+    said = dds_profile.apply(environ, tmp_path)
+    assert environ == {VARIABLE: str(dds_profile.PROFILE)}
+    assert dds_profile.PROFILE.is_file() and str(dds_profile.PROFILE) in said
+
+
+@pytest.mark.parametrize(
+    "environ",
+    [
+        {VARIABLE: "/somewhere/mine.xml"},
+        {dds_profile.TRANSPORTS_VARIABLE: "LARGE_DATA"},
+        {"RMW_IMPLEMENTATION": "rmw_cyclonedds_cpp"},
+    ],
+)
+def test_left_alone_where_the_user_chose(tmp_path, environ):
+    given = dict(environ)
+    said = dds_profile.apply(environ, tmp_path)
+    assert environ == given
+    assert next(iter(given.values())) in said
+
+
+def test_a_profile_in_the_working_directory_is_the_users(tmp_path):
+    (tmp_path / dds_profile.CWD_PROFILE).write_text("<profiles/>")
+    environ: dict[str, str] = {}
+    assert str(tmp_path / dds_profile.CWD_PROFILE) in dds_profile.apply(environ, tmp_path)
+    assert environ == {}
+    environ = {dds_profile.SKIP_CWD_PROFILE: "1"}  # Fast DDS does not load it then
+    dds_profile.apply(environ, tmp_path)
+    assert environ[VARIABLE] == str(dds_profile.PROFILE)
+
+
+def test_both_fast_dds_rmw_implementations_take_it(tmp_path):
+    for rmw in ("rmw_fastrtps_cpp", "rmw_fastrtps_dynamic_cpp"):
+        environ = {"RMW_IMPLEMENTATION": rmw}
+        dds_profile.apply(environ, tmp_path)
+        assert environ[VARIABLE] == str(dds_profile.PROFILE)
+
+
+def test_the_segment_holds_two_rounds_of_images_at_the_default_limit():
+    ns = {"f": "http://www.eprosima.com"}
+    root = ET.parse(dds_profile.PROFILE).getroot()
+    size = int(root.find(".//f:transport_descriptor[f:type='SHM']/f:segment_size", ns).text)
+    assert size >= 2 * 7 * CAMERA_MAX_PIXELS  # rgb8 (3 bytes) and 32FC1 depth (4 bytes)
