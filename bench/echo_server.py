@@ -35,8 +35,14 @@ from metasim_ros.ros.services.fast import FastServices
 from metasim_ros.ros.sim_node import EXECUTOR_THREADS
 
 #: The services sim_node serves on its fast node (ros/services/fast.py).
-FAST = {"get_states", "set_states", "status", "apply_wrench", "get_entity_state",
-        "set_entity_state"}
+FAST = {
+    "get_states",
+    "set_states",
+    "status",
+    "apply_wrench",
+    "get_entity_state",
+    "set_entity_state",
+}
 
 
 def calls(full_state: list[WorldState]) -> dict[str, tuple[Any, str, Any]]:
@@ -101,7 +107,7 @@ def main() -> None:
     full = _call(node, GetStates, "/sim_node/get_states", GetStates.Request()).states
     fast = None if plain else FastServices(node)
     served = set()
-    for bench_name, (srv_type, name, request) in calls(full).items():
+    for srv_type, name, request in calls(full).values():
         if name in served:  # set_states: one service, one reply for both requests
             continue
         served.add(name)

@@ -21,7 +21,7 @@ from metasim_ros.core.limits import MAX_ABS_VALUE, QUAT_NORM_TOLERANCE
 
 #: Below this deviation a quaternion is kept bit for bit (MuJoCo normalises internally),
 #: so that values read from the simulation round-trip exactly.
-_RENORMALISE_ABOVE = 1e-12
+RENORMALISE_ABOVE = 1e-12
 #: Never numbers, although numpy would convert them (text, raw bytes, mappings).
 _NOT_NUMBERS = (str, bytes, bytearray, memoryview, Mapping)
 
@@ -107,4 +107,4 @@ def as_quat(value: Any, key: str) -> np.ndarray:
         raise StateValidationError(
             key, f"quaternion norm {norm:.6g} is not 1 (tolerance {QUAT_NORM_TOLERANCE})"
         )
-    return q / norm if abs(norm - 1.0) > _RENORMALISE_ABOVE else q
+    return q / norm if abs(norm - 1.0) > RENORMALISE_ABOVE else q

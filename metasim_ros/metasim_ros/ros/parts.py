@@ -7,7 +7,8 @@ node's one list (ros/sim_node.py: PARTS), in that order, and reaches the simulat
 through `sim` (SimulationAccess: the handler only inside `sim.locked()`). What parts share
 lives on the node, typed here, so topics/, services/ and inputs/ never import each other:
 the callback groups, the periodic streams other parts add to, the clock-gap record, the
-lines ~/status adds, the warnings about outside input, the quit request. A part may have
+lines ~/status adds, the warnings about outside input, the quit request, the fast node's
+services. A part may have
 `start()`, `stop(timeout)` and `parameter_changed(name, value)`; the node calls them.
 """
 
@@ -75,6 +76,13 @@ class Periodic(Protocol):
         """Publish `read`'s result at `hz` (wall clock) through `publish`."""
 
 
+class ServiceHost(Protocol):
+    """Where short synchronous services are served fast (services/fast.py FastServices)."""
+
+    def create_service(self, srv_type: Any, name: str, callback: Callable[[Any, Any], Any]) -> None:
+        """Serve `name` (resolved as sim_node resolves it) with `callback`."""
+
+
 class PartsNode(Node):
     """The node as its parts see it: rclpy's Node plus what parts share (set by the node
     before the parts are built)."""
@@ -91,3 +99,6 @@ class PartsNode(Node):
     status_parts: list[Callable[[], tuple[bool, str] | None]]
     #: set by SetSimulationState QUITTING: the node ends
     quit: threading.Event
+    #: the fast node's services (set by services/states.py, built before the other
+    #: services): short synchronous callbacks only, one at a time, never the executor's
+    fast_services: ServiceHost

@@ -177,6 +177,10 @@ class ControlLayout:
         self.servo_idx = np.flatnonzero(kinds == SERVO).astype(np.intp)
         self.velocity_idx = np.flatnonzero(kinds == VELOCITY_ACTUATOR).astype(np.intp)
         self.motor_idx = np.flatnonzero(kinds == MOTOR).astype(np.intp)
+        #: per target, whether it is a servo / a velocity actuator / a motor
+        self.is_servo, self.is_velocity, self.is_motor = (
+            np.asarray(kinds == k, dtype=bool) for k in (SERVO, VELOCITY_ACTUATOR, MOTOR)
+        )
         gear = model.actuator_gear[self.act, 0] if len(acts) else np.zeros(0)
         self.gear = gear
         gain = model.actuator_gainprm[self.act, 0] if len(acts) else np.zeros(0)

@@ -25,9 +25,7 @@ import numpy as np
 from metasim_ros.core.control.drives import (
     EFFORT,
     POSITION,
-    SERVO,
     VELOCITY,
-    VELOCITY_ACTUATOR,
     ControlLayout,
 )
 from metasim_ros.core.control.goals import INVALID_GOAL, TrajectoryRun
@@ -142,15 +140,13 @@ class Controls:
         changed = np.asarray(changed, dtype=np.intp)
         if changed.size == 0:
             return
-        kinds = lay.kinds
-        for i in changed.tolist():
-            a, kind = lay.act[i], kinds[i]
-            if kind == SERVO:
-                data.ctrl[a] = lay.servo_ctrl(i, c.pos, c.vel)
-            elif kind == VELOCITY_ACTUATOR:
-                data.ctrl[a] = lay.gear[i] * c.vel[i]
-            elif c.mode[i] == EFFORT:
-                data.ctrl[a] = lay.motor_scale[i] * c.effort[i]
+        # each kind at once: the same arithmetic per element as one joint at a time
+        s = changed[lay.is_servo[changed]]
+        data.ctrl[lay.act[s]] = lay.servo_ctrl(s, c.pos, c.vel)
+        v = changed[lay.is_velocity[changed]]
+        data.ctrl[lay.act[v]] = lay.gear[v] * c.vel[v]
+        e = changed[lay.is_motor[changed] & (c.mode[changed] == EFFORT)]
+        data.ctrl[lay.act[e]] = lay.motor_scale[e] * c.effort[e]
 
     # -- the operations that replace a whole record -----------------------------------
     def end_runs(self, env: int, text: str) -> None:

@@ -395,7 +395,9 @@ class MujocoHandler:
             wrenches=AppliedWrenches(m),
             camera_poses=camera_poses,
             reader=reader,
-            writer=StateWriter(m, reader, controls, cameras, self._derived_tolerance),
+            writer=StateWriter(
+                m, reader, controls, cameras, self._derived_tolerance, self._sync_velocities
+            ),
             joints=JointReader(m, joint_names, controls),
             sensors=SensorTable(m, models),
             state_size=int(mujoco.mj_stateSize(m, INTEGRATION_STATE)),
@@ -590,6 +592,17 @@ class MujocoHandler:
                 mujoco.mj_forward(self._model, self._datas[e])
                 self._stale[e] = False
 
+    def _sync_velocities(self, env_id: int) -> None:
+        """Bring env `env_id`'s body poses and velocities (xpos, xquat, cvel, ...) up to
+        date, if stale: mj_forward's own first stages (kinematics, com positions, com
+        velocities) with the same inputs, so the same bits, at a tenth of its cost. The
+        env stays stale for everything else (the next synced read runs mj_forward)."""
+        if self._stale[env_id]:
+            m, d = self._model, self._datas[env_id]
+            mujoco.mj_kinematics(m, d)
+            mujoco.mj_comPos(m, d)
+            mujoco.mj_comVel(m, d)
+
     @property
     def physics_threads(self) -> int:
         """Threads that step the envs (the caller's included): 1 = sequential."""
@@ -711,8 +724,7 @@ class MujocoHandler:
     def _plans(
         self, requests: Any, env_ids: Sequence[int] | None, what: str, action: bool
     ) -> list[StateWrite]:
-        ids = self._env_ids(env_ids)
-        self._sync(ids)
+        ids = self._env_ids(env_ids)  # synced only where a plan reads a derived value
         if not isinstance(requests, Sequence) or isinstance(requests, (str, bytes)):
             raise StateValidationError(
                 "",
@@ -741,7 +753,8 @@ class MujocoHandler:
         leaves every environment bitwise unchanged.
         """
         for plan in self._plans(states, env_ids, "states", action=False):
-            self._writer.apply(plan)
+            if self._writer.apply(plan):
+                self._stale[plan.env] = True  # mj_forward on the next synced read
 
     def step(self, actions: Sequence[Action] | None = None, n: int = 1) -> None:
         """Set the actions' targets (they persist), then advance every env n steps."""

@@ -14,11 +14,20 @@ What is written and what is checked:
   `body` entry - follow from the joints: they are accepted when they agree with what the
   requested joints produce (within `tolerance`) and rejected otherwise;
 - camera entries are observations: names and keys are checked, values ignored.
+
+The common requests (a model's full state as get_states gives it, joints by name) are
+compiled once per model and request shape (which keys, which joints, in which order)
+into index arrays (`_Compiled`): validating them is then a few numpy operations per
+model instead of a check per value. Anything else, and any request whose values are not
+all plain finite float64 within bounds, takes the general path, whose refusals name the
+problem; a compiled plan writes exactly what the general path writes.
+Applying writes qpos/qvel/targets and leaves the derived quantities stale (the handler's
+next synced read runs the one mj_forward, as after a step).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,7 +48,13 @@ from metasim_ros.core.state.schema import (
     SECTIONS,
     TARGET_KEYS,
 )
-from metasim_ros.core.values import as_array, as_mapping, as_quat, as_scalar
+from metasim_ros.core.values import (
+    RENORMALISE_ABOVE,
+    as_array,
+    as_mapping,
+    as_quat,
+    as_scalar,
+)
 
 
 @dataclass
@@ -80,6 +95,68 @@ class StateWrite:
         )
 
 
+#: Request shapes compiled per writer at most.
+MAX_COMPILED = 256
+#: A free root's keys with the number of values each takes.
+_FREE_ROOT = {"pos": 3, "rot": 4, "vel": 3, "ang_vel": 3}
+_JOINT_KEYS = frozenset(("dof_pos", "dof_vel", *TARGET_KEYS))
+_F64 = np.dtype(np.float64)
+
+
+def _shape(state: Any) -> tuple | None:
+    """A request's shape: per model (section, name, keys, per key its joint names or its
+    number of values). None for what only the general path takes (not plain dicts,
+    cameras, unknown sections)."""
+    if type(state) is not dict:
+        return None
+    shape = []
+    for section, entries in state.items():
+        if section not in ("objects", "robots") or type(entries) is not dict:
+            return None
+        for name, entry in entries.items():
+            if type(entry) is not dict:
+                return None
+            given = []
+            for k, v in entry.items():
+                if k in _JOINT_KEYS and type(v) is dict:
+                    given.append(tuple(v))
+                elif k in _FREE_ROOT and type(v) in (list, tuple, np.ndarray):
+                    given.append(len(v))
+                else:
+                    return None
+            shape.append((section, name, tuple(entry), tuple(given)))
+    return tuple(shape)
+
+
+def _floats(values: list) -> list[float] | None:
+    """Plain floats from plain floats or float64 [1] arrays (what ROS requests carry);
+    None if any value is anything else (the general path converts or refuses it)."""
+    out = []
+    for v in values:
+        if type(v) is float:
+            out.append(v)
+        elif type(v) is np.ndarray and v.shape == (1,) and v.dtype == _F64:
+            out.append(v.item())
+        else:
+            return None
+    return out
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    """A request shape resolved to where its values go. The request's values, in request
+    order, make one vector; each destination takes the values at its `src` offsets."""
+
+    qpos: np.ndarray  # qpos addresses (dof_pos, free root pos and rot)
+    qpos_src: np.ndarray
+    qvel: np.ndarray  # qvel addresses (dof_vel, free root vel)
+    qvel_src: np.ndarray
+    pos_target: tuple[tuple[int, int], ...]  # (target index, offset)
+    vel_target: tuple[tuple[int, int], ...]
+    quats: tuple[int, ...]  # offsets of free roots' rot (4 values each)
+    ang_vels: tuple[tuple[int, ModelLayout], ...]  # offset of a free root's ang_vel
+
+
 def _check(key: str, name: Any, known: Mapping | Sequence, what: str) -> None:
     if not isinstance(name, str):
         raise StateValidationError(key, f"{what} names must be strings, got {type(name).__name__}")
@@ -97,8 +174,11 @@ class StateWriter:
         controls: Controls,
         camera_names: Sequence[str],
         tolerance: float,
+        sync: Callable[[int], None],
     ) -> None:
+        """sync(env): bring env's body poses and velocities up to date (the handler's)."""
         self._model = model
+        self._sync = sync
         self._reader = reader
         self._controls = controls
         targets = controls.layout
@@ -115,10 +195,15 @@ class StateWriter:
         self._balls = {r: dict((n, b) for b, n in e) for r, e in targets.balls.by_robot.items()}
         self._scratch = mujoco.MjData(model)
         self._scratch_gather = reader.bind(self._scratch)
+        #: request shape -> its compiled plan, or None: that shape takes the general path
+        self._compiled: dict[tuple, _Compiled | None] = {}
 
     # -- validation ----------------------------------------------------------------
     def plan_state(self, env: int, data: mujoco.MjData, state: Any) -> StateWrite:
         """Validate one env's (partial) State into a StateWrite; nothing is written yet."""
+        plan = self._plan_compiled(env, data, state)
+        if plan is not None:
+            return plan
         plan = StateWrite(env, data)
         state = as_mapping(state, "")
         for section, entries in state.items():
@@ -133,6 +218,112 @@ class StateWriter:
                         plan, f"{section}.{name}", lay, as_mapping(entry, f"{section}.{name}")
                     )
         return plan
+
+    def _plan_compiled(self, env: int, data: mujoco.MjData, state: Any) -> StateWrite | None:
+        """The plan of a request of a compiled shape whose values all pass as they are;
+        None: the general path plans it (and refuses what it must)."""
+        shape = _shape(state)
+        if shape is None:
+            return None
+        compiled = self._compiled.get(shape, False)
+        if compiled is False:
+            compiled = self._compile(shape)
+            if len(self._compiled) < MAX_COMPILED:
+                self._compiled[shape] = compiled
+        if compiled is None:
+            return None
+        raw: list = []
+        for entries in state.values():
+            for entry in entries.values():
+                for v in entry.values():
+                    raw.extend(v.values() if type(v) is dict else v)
+        floats = _floats(raw)
+        if floats is None:
+            return None
+        values = np.array(floats)
+        if not (np.abs(values) <= MAX_ABS_VALUE).all():  # also False for NaN
+            return None
+        for offset in compiled.quats:  # as_quat keeps a unit quaternion bit for bit
+            q = values[offset : offset + 4]
+            if abs(float(np.sqrt(q @ q)) - 1.0) > RENORMALISE_ABOVE:
+                return None
+        plan = StateWrite(env, data)
+        if len(compiled.qpos):
+            plan.new_qpos()[compiled.qpos] = values[compiled.qpos_src]
+        if len(compiled.qvel):
+            plan.new_qvel()[compiled.qvel] = values[compiled.qvel_src]
+        try:
+            for offset, lay in compiled.ang_vels:
+                self._plan_ang_vel(plan, "", lay, values[offset : offset + 3])
+        except StateValidationError:
+            return None
+        plan.pos_target.update((i, floats[o]) for i, o in compiled.pos_target)
+        plan.vel_target.update((i, floats[o]) for i, o in compiled.vel_target)
+        return plan
+
+    def _compile(self, shape: tuple) -> _Compiled | None:
+        """Resolve a request shape; None if any model, key or joint takes the general
+        path (unknown, in the wrong section, multi-DOF, no scalar target, a derived
+        value to check, a value count that is not the key's)."""
+        m, layout = self._model, self._controls.layout
+        qpos, qpos_src, qvel, qvel_src = [], [], [], []
+        pos_target, vel_target, quats, ang_vels = [], [], [], []
+        offset = 0
+        for section, name, keys, given in shape:
+            lay = self._layouts.get(name) if isinstance(name, str) else None
+            if lay is None or lay.section != section:
+                return None
+            joints = self._joints[name]
+            targets = set(layout.names[lay.targets]) - set(self._balls.get(name, {}))
+            for key, what in zip(keys, given):
+                if key in _FREE_ROOT:
+                    if not lay.info.free or what != _FREE_ROOT[key]:
+                        return None
+                    src = list(range(offset, offset + what))
+                    qa = self._reader.free_qpos[lay.free_index]
+                    da = self._reader.free_qvel[lay.free_index]
+                    if key == "pos":
+                        qpos += list(qa[:3])
+                        qpos_src += src
+                    elif key == "rot":
+                        qpos += list(qa[3:])
+                        qpos_src += src
+                        quats.append(offset)
+                    elif key == "vel":
+                        qvel += list(da[:3])
+                        qvel_src += src
+                    else:
+                        ang_vels.append((offset, lay))
+                    offset += what
+                    continue
+                if not all(isinstance(j, str) for j in what):
+                    return None
+                src = list(range(offset, offset + len(what)))
+                offset += len(what)
+                if key in TARGET_KEYS:
+                    if not targets.issuperset(what):
+                        return None
+                    dest = pos_target if key == "dof_pos_target" else vel_target
+                    dest += [(layout.index[j], o) for j, o in zip(what, src)]
+                    continue
+                if not all(
+                    j in joints and int(m.jnt_type[joints[j]]) in ONE_DOF_TYPES for j in what
+                ):
+                    return None
+                ids = [joints[j] for j in what]
+                if key == "dof_pos":
+                    qpos += m.jnt_qposadr[ids].tolist()
+                    qpos_src += src
+                else:
+                    qvel += m.jnt_dofadr[ids].tolist()
+                    qvel_src += src
+        return _Compiled(
+            *(np.array(a, dtype=np.intp) for a in (qpos, qpos_src, qvel, qvel_src)),
+            tuple(pos_target),
+            tuple(vel_target),
+            tuple(quats),
+            tuple(ang_vels),
+        )
 
     def plan_action(self, env: int, data: mujoco.MjData, action: Any) -> StateWrite:
         """Validate one env's action (robot joint targets only) into a StateWrite.
@@ -210,24 +401,30 @@ class StateWriter:
         if "vel" in entry:
             plan.new_qvel()[da[:3]] = as_array(entry["vel"], (3,), f"{key}.vel")
         if "ang_vel" in entry:
-            w = as_array(entry["ang_vel"], (3,), f"{key}.ang_vel")
-            data = plan.data
-            quat = (data.qpos if plan.qpos is None else plan.qpos)[qa[3:]]
-            current = data.cvel[lay.info.root_body, :3]  # what get_states reports
-            if not (np.array_equal(quat, data.qpos[qa[3:]]) and np.array_equal(w, current)):
-                unit = quat / np.linalg.norm(quat)
-                rot = np.empty(9)
-                mujoco.mju_quat2Mat(rot, unit)
-                local = rot.reshape(3, 3).T @ w
-                if (
-                    np.abs(local).max() > MAX_ABS_VALUE
-                ):  # each |w_i| <= MAX, but not every rotation of w
-                    raise StateValidationError(
-                        f"{key}.ang_vel",
-                        f"magnitude {np.linalg.norm(w):.3g} exceeds "
-                        f"{MAX_ABS_VALUE:g} in the body frame (MuJoCo's mjMAXVAL)",
-                    )
-                plan.new_qvel()[da[3:]] = local
+            self._plan_ang_vel(plan, key, lay, as_array(entry["ang_vel"], (3,), f"{key}.ang_vel"))
+
+    def _plan_ang_vel(self, plan: StateWrite, key: str, lay: ModelLayout, w: np.ndarray) -> None:
+        """A free root's world angular velocity `w` (checked values) into its body-local
+        qvel, after the root's rot (if the plan sets it). Equal to the current one, with
+        the rot unchanged, qvel stays as it is (get -> set is exact)."""
+        qa = self._reader.free_qpos[lay.free_index]
+        da = self._reader.free_qvel[lay.free_index]
+        data = plan.data
+        self._sync(plan.env)  # cvel below
+        quat = (data.qpos if plan.qpos is None else plan.qpos)[qa[3:]]
+        current = data.cvel[lay.info.root_body, :3]  # what get_states reports
+        if not (np.array_equal(quat, data.qpos[qa[3:]]) and np.array_equal(w, current)):
+            unit = quat / np.linalg.norm(quat)
+            rot = np.empty(9)
+            mujoco.mju_quat2Mat(rot, unit)
+            local = rot.reshape(3, 3).T @ w
+            if np.abs(local).max() > MAX_ABS_VALUE:  # each |w_i| <= MAX, not every rotation
+                raise StateValidationError(
+                    f"{key}.ang_vel",
+                    f"magnitude {np.linalg.norm(w):.3g} exceeds "
+                    f"{MAX_ABS_VALUE:g} in the body frame (MuJoCo's mjMAXVAL)",
+                )
+            plan.new_qvel()[da[3:]] = local
 
     def _plan_dofs(
         self, plan: StateWrite, key: str, lay: ModelLayout, values: Any, velocity: bool
@@ -304,17 +501,19 @@ class StateWriter:
                 )
 
     # -- applying ------------------------------------------------------------------
-    def apply(self, plan: StateWrite) -> None:
-        """Write a validated plan, then mj_forward so every derived quantity agrees."""
+    def apply(self, plan: StateWrite) -> bool:
+        """Write a validated plan; True if it changed anything. The derived quantities
+        are then stale: the caller has them recomputed (one mj_forward) on the next
+        synced read, as after a step."""
         if not plan.writes:
-            return
+            return False
         d = plan.data
         if plan.qpos is not None:
             d.qpos[:] = plan.qpos
         if plan.qvel is not None:
             d.qvel[:] = plan.qvel
         self.apply_targets(plan)
-        mujoco.mj_forward(self._model, d)
+        return True
 
     def apply_targets(self, plan: StateWrite) -> None:
         """Store the plan's targets (their joints return to position mode); servos and

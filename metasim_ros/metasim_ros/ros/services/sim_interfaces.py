@@ -213,9 +213,7 @@ class SimInterfaces:
             (ss.GetEntities, self.get_entities),
             (ss.GetEntityInfo, self.get_entity_info),
             (ss.SetEntityInfo, self.set_entity_info),
-            (ss.GetEntityState, self.get_entity_state),
             (ss.GetEntitiesStates, self.get_entities_states),
-            (ss.SetEntityState, self.set_entity_state),
             (ss.GetEntityBounds, self.get_entity_bounds),
             (ss.GetNamedPoses, self.get_named_poses),
             (ss.GetNamedPoseBounds, self.get_named_pose_bounds),
@@ -229,6 +227,12 @@ class SimInterfaces:
             (ss.GetCurrentWorld, self.get_current_world),
         ):
             node.create_service(srv_type, self.prefix + cb.__name__, cb, callback_group=group)
+        # short, each under one hold of the lock: on the fast node (services/fast.py)
+        for srv_type, cb in (
+            (ss.GetEntityState, self.get_entity_state),
+            (ss.SetEntityState, self.set_entity_state),
+        ):
+            node.fast_services.create_service(srv_type, self.prefix + cb.__name__, cb)
         self._action = ActionServer(
             node,
             sa.SimulateSteps,

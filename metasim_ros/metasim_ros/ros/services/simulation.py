@@ -3,11 +3,12 @@
 """The node's own services: snapshots (save, load), reset, pause, step, status.
 
 They run on sim_node, in callback groups by what they touch (ros/parts.py:
-CallbackGroups): status runs concurrently with anything and takes no lock; the other
-writers are serialised among themselves (a set_states may run beside one of them: each
-change is applied whole under the lock); `~/step` and `~/pause` have their own group, so
-a new step or a pause can end a running step between two of its slices. get/set_states
-are services/states.py's, on the fast node.
+CallbackGroups), but for status: it takes no lock and runs on the fast node (services/
+fast.py), where sim_node's executor costs it nothing and a long step, load or spawn never
+keeps it waiting. The writers are serialised among themselves (a set_states may run
+beside one of them: each change is applied whole under the lock); `~/step` and `~/pause`
+have their own group, so a new step or a pause can end a running step between two of
+its slices. get/set_states are services/states.py's, on the fast node.
 """
 
 from __future__ import annotations
@@ -42,9 +43,9 @@ class SimServices:
             (Trigger, "~/reset", self.reset, g.writes),
             (SetBool, "~/pause", self.pause, g.stepping),
             (Step, "~/step", self.step, g.stepping),
-            (Trigger, "~/status", self.status, g.reads),
         ):
             node.create_service(srv_type, name, cb, callback_group=group)
+        node.fast_services.create_service(Trigger, "~/status", self.status)
 
     def _snapshot_path(self, name: str) -> Path:
         return resolve_inside(self._params.snapshot_dir, name)

@@ -51,6 +51,7 @@ class StateServices:
         self._host = FastServices(node)
         self._host.create_service(SetStates, "~/set_states", self.set_states)
         self._host.create_service(GetStates, "~/get_states", self.get_states)
+        node.fast_services = self._host  # for the other short services (status, wrenches ...)
         node.status_parts.append(self._health)
 
     def start(self) -> None:

@@ -21,9 +21,9 @@ class WrenchServices:
     def __init__(self, node: PartsNode, sim: SimulationAccess, params: SimParameters) -> None:
         self._sim = sim
         self.log_error = node.get_logger().error
-        group = node.groups.writes
-        node.create_service(ApplyWrench, "~/apply_wrench", self.apply_wrench, callback_group=group)
-        node.create_service(Trigger, "~/clear_wrenches", self.clear_wrenches, callback_group=group)
+        # short, each applied whole under the lock: on the fast node (services/fast.py)
+        node.fast_services.create_service(ApplyWrench, "~/apply_wrench", self.apply_wrench)
+        node.fast_services.create_service(Trigger, "~/clear_wrenches", self.clear_wrenches)
 
     @replying
     def apply_wrench(
