@@ -301,7 +301,7 @@ class StateWriter:
                 src = list(range(offset, offset + len(what)))
                 offset += len(what)
                 if key in TARGET_KEYS:
-                    if not targets.issuperset(what):
+                    if section != "robots" or not targets.issuperset(what):
                         return None
                     dest = pos_target if key == "dof_pos_target" else vel_target
                     dest += [(layout.index[j], o) for j, o in zip(what, src)]
