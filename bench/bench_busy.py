@@ -8,7 +8,9 @@ A second client, in a thread of its own (its own rclpy context), keeps the node 
 one ~/step of many steps (the node paused; ended by ~/pause once the calls are done),
 ~/load_snapshot of a saved snapshot again and again, or SpawnEntity + DeleteEntity of the
 default robot as an entity again and again. Meanwhile the probe times 1,000 ~/status
-calls. The machine's load average is printed beside.
+calls, alternating with as many to a bare rclpy service returning the same reply
+(echo_server.py --plain, beside the busy node): its p100 is what the machine's load
+alone costs a reply. The load average is printed beside.
 Run with `make bench` (or inside `. tools/env.sh`): python bench/bench_busy.py
 """
 
@@ -32,7 +34,7 @@ from rclpy.node import Node
 from std_srvs.srv import SetBool, Trigger
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_node import Probe, start_node, stop_all  # noqa: E402, I001 - sets the ROS domain
+from bench_node import Probe, start_echo, start_node, stop_all  # noqa: E402, I001 - sets the ROS domain
 from bench_spawn import franka_entity  # noqa: E402
 
 CALLS = 1000
@@ -96,29 +98,33 @@ def load() -> str:
     return "load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
 
 
-def status_during(probe: Probe, status, label: str, busy: Busy, one, finish=None) -> None:
-    """1,000 ~/status calls while `one` runs again and again in `busy`'s thread."""
+def status_during(probe: Probe, status, bare, label: str, busy: Busy, one, finish=None) -> None:
+    """1,000 ~/status calls (and as many to the bare service) while `one` runs again and
+    again in `busy`'s thread."""
     busy.done, busy.error = 0, None
     busy.stop.clear()
     thread = busy.run(one)
     time.sleep(0.5)  # under way
-    lat = []
+    lat, bare_lat = [], []
     for _ in range(CALLS):
-        t0 = time.perf_counter()
-        assert probe.call(status, Trigger.Request()).success
-        lat.append(time.perf_counter() - t0)
+        for client, times in ((status, lat), (bare, bare_lat)):
+            t0 = time.perf_counter()
+            assert probe.call(client, Trigger.Request()).success
+            times.append(time.perf_counter() - t0)
     busy.stop.set()
     if finish is not None:
         finish()
     thread.join(300)
     if busy.error is not None:
         raise busy.error
-    ms = np.asarray(lat) * 1e3
+    ms, bare_ms = np.asarray(lat) * 1e3, np.asarray(bare_lat) * 1e3
     worst = float(ms.max())
     print(
         f"  during {label} ({busy.done} done meanwhile): p100 {worst:.1f} ms (target <= "
         f"{TARGET_MS:g}) {'PASS' if worst <= TARGET_MS else 'SHORT'}; p50 {np.median(ms):.2f}"
-        f", p99 {np.percentile(ms, 99):.1f} ms ({load()})"
+        f", p99 {np.percentile(ms, 99):.1f} ms; bare rclpy meanwhile p100 "
+        f"{bare_ms.max():.1f}, p50 {np.median(bare_ms):.2f}, p99 {np.percentile(bare_ms, 99):.1f}"
+        f" ms ({load()})"
     )
 
 
@@ -127,11 +133,14 @@ def main() -> None:
         rclpy.init()
         probe = Probe()
         node = start_node(paused="true", snapshot_dir=snapshots)
-        busy = None
+        busy = bare_server = None
         try:
             probe.wait_service(probe.node.create_client(GetStates, "/sim_node/get_states"))
             status = probe.node.create_client(Trigger, "/sim_node/status")
             probe.wait_service(status)
+            bare_server = start_echo("--plain")
+            bare = probe.node.create_client(Trigger, "/echo_plain/status")
+            probe.wait_service(bare)
             busy = Busy()
             print(f"~/status, {CALLS} calls while the node is busy:")
             stepping = threading.Event()
@@ -146,6 +155,7 @@ def main() -> None:
             status_during(
                 probe,
                 status,
+                bare,
                 "one long ~/step",
                 busy,
                 long_step,
@@ -164,7 +174,9 @@ def main() -> None:
                 )
                 assert r.success, r.message
 
-            status_during(probe, status, "~/load_snapshot again and again", busy, load_snapshot)
+            status_during(
+                probe, status, bare, "~/load_snapshot again and again", busy, load_snapshot
+            )
             franka = franka_entity()
 
             def spawn() -> None:
@@ -180,11 +192,13 @@ def main() -> None:
                 )
                 assert r.result.result == 1, r.result.error_message
 
-            status_during(probe, status, "SpawnEntity + DeleteEntity again and again", busy, spawn)
+            status_during(
+                probe, status, bare, "SpawnEntity + DeleteEntity again and again", busy, spawn
+            )
         finally:
             if busy is not None:
                 busy.close()
-            stop_all(node)
+            stop_all(bare_server, node)
 
 
 if __name__ == "__main__":
