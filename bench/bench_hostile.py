@@ -12,6 +12,7 @@ Run with `make bench` (or inside `. tools/env.sh`): python bench/bench_hostile.p
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -41,15 +42,24 @@ def main(models: int) -> None:
     rclpy.init()
     probe = Probe()
     node = start_node(paused="true")
-    echo = None
+    echo = plain = None
     try:
         probe.wait_service(probe.node.create_client(GetStates, "/sim_node/get_states"))
-        echo = start_echo()
+        echo, plain = start_echo(), start_echo("--plain")
         ours = probe.node.create_client(SetStates, "/sim_node/set_states")
         bare = probe.node.create_client(SetStates, "/echo/set_states")
         probe.wait_service(ours)
         probe.wait_service(bare)
         request = SetStates.Request(states=[WorldState(model_states=[ModelState()] * models)])
+        # the first request's growth of a bare rclpy service (rclpy.spin): the baseline
+        plain_client = probe.node.create_client(SetStates, "/echo_plain/set_states")
+        probe.wait_service(plain_client)
+        plain_rss = rss_mb(plain.pid)
+        timed(probe, plain_client, request)
+        plain_growth = rss_mb(plain.pid) - plain_rss
+        echo_rss = rss_mb(echo.pid)  # the same on sim_node's executor setup
+        timed(probe, bare, request)
+        echo_growth = rss_mb(echo.pid) - echo_rss
         lat: dict[str, list[float]] = {"ours": [], "bare": []}
         rss = [rss_mb(node.pid)]
         for i in range(ROUNDS):
@@ -69,8 +79,16 @@ def main(models: int) -> None:
             f"  sim_node RSS {rss[0]:.0f} MB at start; after each request {growth} MB "
             f"(target: < 10 MB from the second on)"
         )
+        first = rss[1] - rss[0]
+        verdict = "PASS" if first <= plain_growth + 10 else "SHORT"
+        print(
+            f"  first request: sim_node +{first:.1f} MB vs a bare rclpy service (rclpy.spin) "
+            f"+{plain_growth:.1f} MB: {first - plain_growth:+.1f} MB (target <= +10) {verdict} "
+            f"(load average {os.getloadavg()[0]:.2f}); the same bare service on sim_node's "
+            f"executor setup (echo_server.py) +{echo_growth:.1f} MB"
+        )
     finally:
-        stop_all(echo, node)
+        stop_all(plain, echo, node)
 
 
 if __name__ == "__main__":
