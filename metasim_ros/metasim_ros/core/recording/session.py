@@ -12,9 +12,12 @@ on, and ``status`` names the error.
 
 As a physics-loop observer (`advance`, called under the simulation lock with the steps
 to take), the recording steps in runs that end at every `every`-th step, captures a row
-there, and compares the state at the start of every batch with the last one captured:
-anything that changed it in between (every command, set_states, goal, wrench, load,
-reset) is queued as a CHANGE checkpoint with the state it produced.
+there (a batch's rows go to the queue together), and at the start of every batch looks
+at the handler's count of writes: when anything wrote since the last batch (a command,
+set_states, goal, wrench, load, reset), it compares the state with the one captured just
+before the first of those writes (the handler's `before_write`) and queues a CHANGE
+checkpoint with the state they produced, if it differs. A batch nothing wrote before
+costs no capture.
 """
 
 from __future__ import annotations
@@ -130,14 +133,17 @@ class Recording:
         self.error: str | None = None
         self.ended: str | None = None  # why it stopped recording before a stop
         self._row_bytes = 0
+        self._writes = h.writes  # the handler's writes seen (_note_change)
+        #: the state just before the first write since the last batch (_before_write)
+        self._before: list[PhysicsState] | None = None
         try:
             self._stream = StreamWriter(folder / JOURNAL, self.facts, every)
             kwargs = {} if bag_reserve is None else {"reserve": bag_reserve}
             self._bag = BagWriter(folder / BAG, topics, **kwargs)
         except OSError as exc:
             raise SnapshotError(f"cannot start recording in {folder}: {os_problem(exc)}") from None
-        self._last = self._capture(h)
-        self._stream.write(Checkpoint(0, ROW, self._last))
+        self._stream.write([Checkpoint(0, ROW, self._capture(h))])
+        h.before_write = self._before_write
         self._thread = threading.Thread(target=self._write, name="recording", daemon=True)
         self._thread.start()
 
@@ -145,26 +151,26 @@ class Recording:
     def advance(self, h: MujocoHandler, n: int) -> None:
         """Take n steps of every env, recording rows and changes."""
         if self.ended is not None or self.error is not None:
+            self._detach(h)
             h.step(n=n)
             return
         if h.model_version != self._version:
             self.ended = f"the model changed at step {self.step} (spawn, delete or a new world)"
+            self._detach(h)
             self._queue.put(_END, 0, droppable=False)
             h.step(n=n)
             return
         self._note_change(h)
-        left, fresh = n, False
+        left, rows = n, []
         while left > 0:
             k = min(left, self.every - self.step % self.every)
             h.step(n=k)
             self.step += k
             left -= k
-            fresh = self.step % self.every == 0
-            if fresh:
-                self._last = self._capture(h)
-                self._put(Checkpoint(self.step, ROW, self._last))
-        if not fresh:
-            self._last = self._capture(h)
+            if self.step % self.every == 0:
+                rows.append(Checkpoint(self.step, ROW, self._capture(h)))
+        if rows:
+            self._put(rows)
 
     def room(self) -> int | None:
         """No limit on the steps a batch may take."""
@@ -175,29 +181,46 @@ class Recording:
         detach the recording from the loop and call `close`."""
         if self.ended is None and self.error is None and h.model_version == self._version:
             if not self._note_change(h) and self.step % self.every:
-                self._put(Checkpoint(self.step, ROW, self._last), droppable=False)
+                self._put([Checkpoint(self.step, ROW, self._capture(h))], droppable=False)
+        self._detach(h)
         self._queue.put(_END, 0, droppable=False)
 
+    def _before_write(self, h: MujocoHandler) -> None:
+        """The handler is about to write: keep the state as it is, if this is the first
+        write since the last batch (the model is still the one recorded)."""
+        if self._before is None and h.model_version == self._version:
+            self._before = self._capture(h)
+
+    def _detach(self, h: MujocoHandler) -> None:
+        if h.before_write == self._before_write:
+            h.before_write = None
+
     def _note_change(self, h: MujocoHandler) -> bool:
+        if h.writes == self._writes:  # nothing wrote: the state is what stepping made it
+            return False
+        self._writes = h.writes
+        before, self._before = self._before, None
+        assert before is not None, "the handler calls before_write before every write"
         now = self._capture(h)
-        if all(same_state(a, b) for a, b in zip(self._last, now)):
+        if all(same_state(a, b) for a, b in zip(before, now)):
             return False
         what = set()
-        for a, b in zip(self._last, now):
+        for a, b in zip(before, now):
             what.update(describe_change(h.model, a, b))
-        self._last = now
-        self._put(Checkpoint(self.step, CHANGE, now, ", ".join(sorted(what))), droppable=False)
+        self._put([Checkpoint(self.step, CHANGE, now, ", ".join(sorted(what)))], droppable=False)
         return True
 
     @staticmethod
     def _capture(h: MujocoHandler) -> list[PhysicsState]:
         return [h.capture(e) for e in range(h.num_envs)]
 
-    def _put(self, cp: Checkpoint, droppable: bool = True) -> None:
+    def _put(self, cps: list[Checkpoint], droppable: bool = True) -> None:
+        """Queue checkpoints together (rows are dropped together when they do not fit)."""
         if not self._row_bytes:
-            self._row_bytes = sum(s.integration.nbytes + 512 for s in cp.states)
-        if not self._queue.put(cp, self._row_bytes, droppable and cp.kind == ROW):
-            self.dropped_rows += 1
+            self._row_bytes = sum(s.integration.nbytes + 512 for s in cps[0].states)
+        rows = droppable and all(cp.kind == ROW for cp in cps)
+        if not self._queue.put(cps, self._row_bytes * len(cps), rows):
+            self.dropped_rows += len(cps)
 
     # -- topic taps (any thread) -----------------------------------------------------
     def message(self, index: int, stamp_ns: int, data: bytes) -> None:
@@ -216,7 +239,7 @@ class Recording:
                     break
                 if item is None:
                     self._bag.commit_due()
-                elif isinstance(item, Checkpoint):
+                elif isinstance(item, list):  # checkpoints
                     self._stream.write(item)
                 else:
                     self._bag.write(*item)

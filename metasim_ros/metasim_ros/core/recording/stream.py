@@ -140,28 +140,32 @@ class StreamWriter:
         """Bytes written so far."""
         return self._journal.bytes
 
-    def write(self, cp: Checkpoint) -> None:
-        """One checkpoint (its control documents first, when new)."""
-        what = cp.what.encode()
-        parts = [b"C", _CHECKPOINT.pack(cp.kind, cp.step, len(what)), what]
-        for e, state in enumerate(cp.states):
-            c = state.control
-            assert c is not None, "checkpoints hold captures with their control state"
-            parts.append(struct.pack("<I", self._document(e, c)))
-            parts += [
-                state.integration.tobytes(),
-                c.pos.tobytes(),
-                c.vel.tobytes(),
-                c.wrench_until.tobytes(),
-            ]
-        self._journal.append(b"".join(parts))
-        if cp.kind == ROW:
-            self.rows += 1
-        else:
-            self.changes += 1
+    def write(self, cps: list[Checkpoint]) -> None:
+        """Checkpoints in order (each one's new control documents first), in one write."""
+        records = []
+        for cp in cps:
+            what = cp.what.encode()
+            parts = [b"C", _CHECKPOINT.pack(cp.kind, cp.step, len(what)), what]
+            for e, state in enumerate(cp.states):
+                c = state.control
+                assert c is not None, "checkpoints hold captures with their control state"
+                parts.append(struct.pack("<I", self._document(e, c, records)))
+                parts += [
+                    state.integration.tobytes(),
+                    c.pos.tobytes(),
+                    c.vel.tobytes(),
+                    c.wrench_until.tobytes(),
+                ]
+            records.append(b"".join(parts))
+            if cp.kind == ROW:
+                self.rows += 1
+            else:
+                self.changes += 1
+        self._journal.append(*records)
 
-    def _document(self, env: int, c: ControlState) -> int:
-        """The id of env `env`'s document for `c`, written first when it is a new one."""
+    def _document(self, env: int, c: ControlState, records: list[bytes]) -> int:
+        """The id of env `env`'s document for `c`, added to `records` first when it is a
+        new one."""
         last = self._last[env]
         if last is not None and last[0].same_as(c) and _ended(last[0]) == _ended(c):
             return last[2]
@@ -171,7 +175,7 @@ class StreamWriter:
             return last[2]
         self._ids[env] += 1
         ident = self._ids[env]
-        self._journal.append(b"D" + _DOC.pack(env, ident) + doc)
+        records.append(b"D" + _DOC.pack(env, ident) + doc)
         self._last[env] = (c, doc, ident)
         return ident
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -241,6 +241,14 @@ class MujocoHandler:
         #: Counts model changes (start-up, spawn, delete, a new scene): a part that caches
         #: anything derived from the model compares it, under the lock, before reading.
         self.model_version = 0
+        #: Counts the writes from outside the stepping (set_states, commands, goals, wrenches,
+        #: gains, restores, rollbacks, resets, direct writes, model changes): a part that
+        #: must see every change (a recording) compares it, under the lock, instead of the
+        #: whole state after every batch. Stepping itself never counts.
+        self.writes = 0
+        #: called with the handler before each write counted in `writes` (a recording
+        #: captures the state as it was before the first one since its last batch)
+        self.before_write: Callable[[MujocoHandler], None] | None = None
         datas = [mujoco.MjData(loaded.model) for _ in range(num_envs)]
         self._take(self._derive(loaded.model, datas, robots, strict=True), loaded.xml)
         self.reset()
@@ -256,6 +264,12 @@ class MujocoHandler:
     def model(self) -> mujoco.MjModel:
         """The compiled model (read-only by convention: every env shares it)."""
         return self._model
+
+    def _wrote(self) -> None:
+        """Count a write from outside the stepping, `before_write` seeing the state first."""
+        if self.before_write is not None:
+            self.before_write(self)
+        self.writes += 1
 
     def sim_time(self, env_id: int = 0) -> float:
         """Sim time of one env. No computation: cheap enough for every publish."""
@@ -283,6 +297,7 @@ class MujocoHandler:
         caller writing many things pays for one mj_forward.
         """
         data = self._datas[self._env_ids([env_id])[0]]
+        self._wrote()
         try:
             yield data
         finally:
@@ -406,6 +421,7 @@ class MujocoHandler:
     def _take(self, d: _Derived, xml: str | None) -> None:
         """The model `d` was derived from takes over (at start-up and after an edit)."""
         self.model_version += 1
+        self._wrote()
         self._derived = d
         self._model = d.model
         self._xml = xml
@@ -442,6 +458,7 @@ class MujocoHandler:
         """New PD gains for every env's motor joints, from the next step (and after model
         changes). strict: a gain of a joint that is not a motor joint of the robots raises
         ConfigurationError and changes nothing; else it is left out while there is none."""
+        self._wrote()
         self._controls.set_gains(kp, kd, self.robots, strict)
         self._control_config = self._controls.config
 
@@ -752,13 +769,16 @@ class MujocoHandler:
         Raises StateValidationError (key path in the message and in .key) and then
         leaves every environment bitwise unchanged.
         """
-        for plan in self._plans(states, env_ids, "states", action=False):
+        plans = self._plans(states, env_ids, "states", action=False)
+        self._wrote()
+        for plan in plans:
             if self._writer.apply(plan):
                 self._stale[plan.env] = True  # mj_forward on the next synced read
 
     def step(self, actions: Sequence[Action] | None = None, n: int = 1) -> None:
         """Set the actions' targets (they persist), then advance every env n steps."""
         if actions is not None:
+            self._wrote()
             for plan in self._plans(actions, None, "actions", action=True):
                 self._writer.apply_targets(plan)
         if self._pool is None:
@@ -845,6 +865,7 @@ class MujocoHandler:
         for e in ids:
             self._trajectories.check_start(robot, goal, self._datas[e].time)
         runs, replaced = [], []
+        self._wrote()
         for e in ids:
             c = self._controls.envs[e]
             old = c.trajectories.get(robot)
@@ -861,10 +882,18 @@ class MujocoHandler:
     ) -> None:
         """End what `robot` runs in the envs (default all) with (code, text): its targets
         stay where the last controller update put them, so the robot holds there."""
+        self._wrote()
         for e in self._env_ids(env_ids):
             prog = self._controls.envs[e].trajectories.get(robot)
             if prog is not None:
                 prog.run.finish(code, text)
+
+    def finish_runs(self, runs: Sequence[TrajectoryRun], code: int, text: str) -> None:
+        """End these runs (a goal cancelled by its client) with (code, text), as
+        stop_trajectory does: their robots hold where the last update put them."""
+        self._wrote()
+        for run in runs:
+            run.finish(code, text)
 
     def running_trajectories(self, env_id: int = 0) -> list[str]:
         """The robots that run a trajectory in one env (one that ended is dropped at the
@@ -903,6 +932,7 @@ class MujocoHandler:
         model's defaults) with targets holding it, then `init_states` (one per env
         reset) through set_states. Trajectories being executed are aborted."""
         ids = self._env_ids(env_ids)
+        self._wrote()
         for e in ids:
             d = self._datas[e]
             if self._key >= 0:
@@ -933,6 +963,7 @@ class MujocoHandler:
         return spare, self._controls.capture(env_id), self._stale[env_id]
 
     def _put_back(self, env_id: int, backup: tuple) -> None:
+        self._wrote()
         data, control, stale = backup
         mujoco.mj_copyData(self._datas[env_id], self._model, data)
         self._controls.restore(env_id, control)

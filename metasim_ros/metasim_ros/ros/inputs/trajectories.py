@@ -142,9 +142,8 @@ class TrajectoryServer:
                 gh.publish_feedback(feedback_message(ex, fb))
                 sent = fb
             if gh.is_cancel_requested:
-                with self._sim.locked():
-                    for run in runs:
-                        run.finish(SUCCESSFUL, "cancelled on request")
+                with self._sim.locked() as h:
+                    h.finish_runs(runs, SUCCESSFUL, "cancelled on request")
                 gh.canceled()
                 result.error_string = ex.error_string
                 return result

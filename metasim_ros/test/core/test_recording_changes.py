@@ -1,0 +1,87 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
+"""A recording sees every change made between two batches (core/recording/session.py
+follows the handler's count of writes rather than comparing the whole state after every
+batch): each kind of write, made mid-episode, is in the state stream, and the episode
+replays headless bit for bit (verify_episode, which compares every recorded row)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from metasim_ros.core import MujocoHandler
+from metasim_ros.core.control.commands import JointCommand
+from metasim_ros.core.control.goals import SUCCESSFUL, TrajectoryGoal
+from metasim_ros.core.control.interpolation import Waypoints
+from metasim_ros.core.recording.offline import verify_episode
+from metasim_ros.core.recording.session import Recording
+
+ARM = [f"panda_joint{i}" for i in range(1, 8)]
+BATCH = 20  # steps per batch, as the physics loop takes them
+
+
+def _goal(h: MujocoHandler) -> TrajectoryGoal:
+    home = h.model.key("home").qpos[:7]
+    return TrajectoryGoal(ARM, Waypoints(np.array([0.3]), (home + 0.2)[None]))
+
+
+def _cancel_goal(h: MujocoHandler, advance: Callable[[], None]) -> None:
+    runs, _ = h.start_trajectory("franka", _goal(h))
+    for _ in range(3):  # it runs a little, then its client cancels it
+        advance()
+    h.finish_runs(runs, SUCCESSFUL, "cancelled on request")
+
+
+def _direct_write(h: MujocoHandler, _advance: Callable[[], None]) -> None:
+    with h.writing(0) as d:
+        d.qvel[:] += 0.01
+
+
+#: Each write, made between two batches (as a service or a topic does it); `advance`
+#: runs one batch of the recording.
+WRITES: dict[str, Callable[[MujocoHandler, Callable[[], None]], None]] = {
+    "set_states": lambda h, _: h.set_states([{"robots": {"franka": {"dof_pos": {ARM[0]: 0.3}}}}]),
+    "command": lambda h, _: h.command({ARM[1]: JointCommand(position=0.2)}),
+    "wrench": lambda h, _: h.apply_wrench(0, "cube", [0.0, 0.0, 3.0], [0.0] * 3, [0.0] * 3, 0.05),
+    "goal then cancel": _cancel_goal,
+    "direct write": _direct_write,
+    "reset": lambda h, _: h.reset(),
+}
+
+
+@pytest.mark.parametrize("every", [1, 7])
+@pytest.mark.parametrize("write", sorted(WRITES))
+def test_a_change_between_batches_is_recorded_and_replays_exactly(tmp_path: Path, write, every):
+    h = MujocoHandler()
+    folder = tmp_path / "episode"
+    folder.mkdir()
+    rec = Recording(folder, h, [], every=every)
+    for _ in range(5):
+        rec.advance(h, BATCH)
+    WRITES[write](h, lambda: rec.advance(h, BATCH))
+    for _ in range(5):
+        rec.advance(h, BATCH)
+    rec.finish_under_lock(h)
+    summary = rec.close()
+    assert summary.closed and summary.changes >= 1, summary.text()
+    replay = verify_episode(folder)
+    assert replay.divergence is None, replay.divergence
+    assert replay.compared == summary.rows - 1  # every row after the first
+
+
+def test_batches_nothing_wrote_before_record_no_change(tmp_path: Path):
+    h = MujocoHandler()
+    folder = tmp_path / "episode"
+    folder.mkdir()
+    rec = Recording(folder, h, [], every=10)
+    for _ in range(10):
+        rec.advance(h, BATCH)
+    h.set_states([h.get_states(render=False)[0]])  # a write that changes nothing
+    rec.advance(h, BATCH)
+    rec.finish_under_lock(h)
+    summary = rec.close()
+    assert summary.changes == 0 and summary.rows == 1 + 10 * BATCH // 10 + 2, summary.text()
