@@ -45,13 +45,11 @@ class CallbackGroups:
     """Callback groups by what the callbacks touch."""
 
     #: Most callbacks of the service groups that can run at once (for the executor's
-    #: threads): two status calls, one write, a running step and the pause or step that
-    #: ends it.
+    #: threads): one write, a running step and the pause or step that ends it, and two
+    #: spare (status, once here, is on the fast node: services/fast.py).
     CONCURRENT = 5
 
     def __init__(self) -> None:
-        #: status: concurrent with each other and with one writer.
-        self.reads: CallbackGroup = ReentrantCallbackGroup()
         #: snapshots, reset, wrenches, simulation_interfaces' changes, recordings: one at
         #: a time.
         self.writes: CallbackGroup = MutuallyExclusiveCallbackGroup()
