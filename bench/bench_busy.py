@@ -141,6 +141,8 @@ def main() -> None:
             bare_server = start_echo("--plain")
             bare = probe.node.create_client(Trigger, "/echo_plain/status")
             probe.wait_service(bare)
+            pause = probe.node.create_client(SetBool, "/sim_node/pause")
+            probe.wait_service(pause)
             busy = Busy()
             print(f"~/status, {CALLS} calls while the node is busy:")
             stepping = threading.Event()
@@ -159,9 +161,7 @@ def main() -> None:
                 "one long ~/step",
                 busy,
                 long_step,
-                finish=lambda: probe.call(
-                    probe.node.create_client(SetBool, "/sim_node/pause"), SetBool.Request(data=True)
-                ),
+                finish=lambda: probe.call(pause, SetBool.Request(data=True)),
             )
             saved = busy.call(
                 SaveSnapshot, "/sim_node/save_snapshot", SaveSnapshot.Request(path="b.h5")
