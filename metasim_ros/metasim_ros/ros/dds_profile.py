@@ -55,7 +55,10 @@ def apply(environ: MutableMapping[str, str] = os.environ, cwd: Path | None = Non
     if environ.get(SKIP_CWD_PROFILE, "")[:1] != "1" and cwd_profile.is_file():
         return f"Fast DDS as configured by {cwd_profile}"
     environ[PROFILE_VARIABLE] = str(PROFILE)
-    return f"Fast DDS profile {PROFILE} (32 MiB shared memory, 100 ms heartbeats, replies wait 2 s for their client)"
+    return (
+        f"Fast DDS profile {PROFILE} (32 MiB shared memory, 100 ms heartbeats, "
+        "replies wait 2 s for their client)"
+    )
 
 
 if __name__ == "__main__":
