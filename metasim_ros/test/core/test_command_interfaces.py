@@ -11,6 +11,7 @@ import xml.etree.ElementTree as ET
 import mujoco
 import pytest
 
+from metasim_ros.core.control.commands import plan_commands
 from metasim_ros.core.control.drives import ControlLayout
 from metasim_ros.core.control.interfaces import (
     derived_interfaces,
@@ -116,3 +117,14 @@ def test_derived_map_is_what_each_actuator_takes():
     robots = [m for m in find_models(model) if m.kind == "robot"]
     interfaces = derived_interfaces(model, robots, ControlLayout(model, robots))
     assert {n: list(i) for n, i in interfaces.joints.items()} == GRIPPER_ARM_INTERFACES
+
+
+def test_an_infinite_value_is_refused_naming_the_joint():
+    model = mujoco.MjModel.from_xml_string(GRIPPER_ARM)
+    robots = [m for m in find_models(model) if m.kind == "robot"]
+    layout = ControlLayout(model, robots)
+    interfaces = derived_interfaces(model, robots, layout)
+    w = Written(["shoulder", "left_finger_joint"], [0.1, math.inf])
+    with pytest.raises(StateValidationError) as refused:
+        plan_commands(layout, resolve(interfaces, w))
+    assert "joint_command.left_finger_joint.position" in str(refused.value)

@@ -7,6 +7,7 @@ checked against MuJoCo stepping the same scene in this process."""
 
 from __future__ import annotations
 
+import copy
 import math
 import subprocess
 import sys
@@ -192,3 +193,79 @@ def test_unresolvable_messages_are_refused_whole(start_node, client, files):
     assert len(ignored) == 1, node.output  # one line per cause per period
     assert "joint_command.ghost" in ignored[0] and "command-interface map" in ignored[0]
     assert np.isfinite([after[n].position[0] for n in JOINTS]).all()
+
+
+#: A tag of the user's own for the URDF scene: efforts on the arm and the left finger.
+EFFORT_TAG = """
+<ros2_control name="arm_efforts" type="system">
+  <hardware>
+    <plugin>joint_state_topic_hardware_interface/JointStateTopicSystem</plugin>
+  </hardware>
+  <joint name="shoulder"><command_interface name="effort"/></joint>
+  <joint name="wrist"><command_interface name="effort"/></joint>
+  <joint name="left_finger_joint"><command_interface name="effort"/></joint>
+  <joint name="right_finger_joint"><state_interface name="position"/></joint>
+</ros2_control>
+"""
+
+
+def test_the_tag_inside_a_urdf_scene_resolves_the_commands(start_node, client, files, tmp_path):
+    """A URDF scene with its own <ros2_control> tag: its joints have no actuator in
+    MuJoCo, so they take efforts (qfrc_applied), as the tag declares."""
+    scene, _ = files
+    plain = tmp_path / "urdf_scene" / "arm.urdf"  # the URDF written for MuJoCo
+    done = subprocess.run(
+        [sys.executable, "-m", "metasim_ros.urdf_cli", str(scene), "-o", str(plain)],
+        env=with_pythonpath(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    plain.write_text(plain.read_text().replace("</robot>", EFFORT_TAG + "</robot>"))
+    start_node({"scene": str(plain), "paused": True, "robots": "['arm']"}).wait_serving(client)
+    pub = client.node.create_publisher(JointState, "/joint_command", 10)
+    tag = topic_system_tag(plain.read_text())
+    efforts = {"shoulder/effort": 0.05, "wrist/effort": -0.02, "left_finger_joint/effort": 0.3}
+    sent = write(tag, efforts)
+    assert (sent.position, sent.velocity, sent.effort) == ([], [], [0.05, -0.02, 0.3])
+    t = Truth(str(plain))  # MuJoCo's own reading of the URDF (its mimic: an equality)
+    m = t.model
+    assert m.neq == 1 and m.nu == 0
+    applied = np.zeros(m.nv)
+    for key, value in efforts.items():
+        applied[m.joint(key.split("/")[0]).dofadr[0]] = value
+    # one step at a time, MuJoCo here stepping without the efforts beside the node, until
+    # the node's shoulder leaves that path: that step was the first with the efforts
+    dof = m.joint("shoulder").dofadr[0]
+    before: list[mujoco.MjData] = []
+
+    def efforts_arrived() -> bool:
+        pub.publish(message(sent))
+        before[:] = [copy.copy(t.data)]
+        mujoco.mj_step(m, t.data)
+        assert client.call(Step, f"{NODE}/step", Step.Request(steps=1)).success
+        return abs(arm_joints(client)["shoulder"].velocity[0] - t.data.qvel[dof]) > 1e-12
+
+    client.spin_until(efforts_arrived, 20.0, "the efforts to reach the node")
+    t.data = before[0]
+    t.data.qfrc_applied[:] = applied
+    for _ in range(300):
+        mujoco.mj_step(m, t.data)
+    assert client.call(Step, f"{NODE}/step", Step.Request(steps=299)).success
+    now = arm_joints(client)
+    for name in JOINTS:
+        assert now[name].position[0] == pytest.approx(t.joint_pos(name)[0], abs=1e-9), name
+    assert abs(now["shoulder"].position[0] - t.model.qpos0[m.joint("shoulder").qposadr[0]]) > 1e-4
+
+
+def test_a_ros2_control_urdf_without_the_tag_stops_the_start(start_node, tmp_path):
+    plain = tmp_path / "plain.urdf"
+    plain.write_text("<robot name='r'><link name='a'/></robot>")
+    for path, words in ((plain, "no <ros2_control> tag"), (tmp_path / "none.urdf", "cannot read")):
+        node = start_node({"ros2_control_urdf": str(path)})
+        node.wait_output(timeout=30)
+        assert node.proc.returncode == 1, node.output
+        lines = [line for line in node.output.splitlines() if line.strip()]
+        assert len(lines) == 1 and lines[0].startswith("sim_node: cannot start: "), node.output
+        assert "ros2_control_urdf" in lines[0] and words in lines[0], lines[0]
