@@ -95,8 +95,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--output",
         metavar="FILE",
         help="write the URDF to FILE and its generated meshes beside it, every mesh named "
-        "relative to FILE's folder (for MuJoCo); default: print it, generated meshes in "
-        "$ROS_HOME/metasim_meshes named by file:// URIs (for ROS tools)",
+        "relative to FILE's folder (for MuJoCo; with --ros2-control as by default); "
+        "default: print it, generated meshes in $ROS_HOME/metasim_meshes named by file:// "
+        "URIs (for ROS tools)",
     )
     parser.add_argument(
         "--ros2-control",

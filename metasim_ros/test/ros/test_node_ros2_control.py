@@ -18,8 +18,10 @@ import numpy as np
 import pytest
 from metasim_msgs.msg import JointState as MsJointState
 from metasim_msgs.srv import GetStates, Step
-from rclpy.qos import qos_profile_sensor_data
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+from urdf_parser_py.urdf import URDF
 
 from mujoco_truth import Truth
 from subprocess_env import with_pythonpath
@@ -155,6 +157,15 @@ def test_what_the_topic_system_writes_moves_the_robot(start_node, client, files,
     assert got["right_finger_joint"] == pytest.approx(
         0.01 + c0 + c1 * got["left_finger_joint"], abs=1e-3
     )
+    # robot_description carries the coupling as a URDF <mimic>
+    latched = QoSProfile(
+        depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
+    )
+    text = client.wait_for_message(String, "/robot_description", qos=latched).data
+    joints = {j.name: j for j in URDF.from_xml_string(text.encode()).joints}
+    mimic = joints["right_finger_joint"].mimic
+    assert (mimic.joint, mimic.multiplier) == ("left_finger_joint", c1)
+    assert mimic.offset == pytest.approx(0.01 + c0, abs=1e-15)  # ref of the left finger: 0
     assert node.stop() == 0
     assert "/joint_command ignored" not in node.output, node.output
 

@@ -27,7 +27,6 @@ from metasim_ros.core.errors import ConfigurationError, RequestError, SceneError
 from metasim_ros.core.paths import os_problem
 from metasim_ros.core.scene.urdf import original_urdf
 from metasim_ros.core.sim.access import SimulationAccess
-from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.ros.convert.commands import commands_from_joint_state
 from metasim_ros.ros.parameters import SimParameters
 from metasim_ros.ros.parts import PartsNode
@@ -63,7 +62,14 @@ class JointCommandSubscriber:
         self._given = _tag_of_file(params.ros2_control_urdf) if params.ros2_control_urdf else None
         self._joints = 0  # the scene's joints (a message naming more is refused unread)
         self._interfaces = CommandInterfaces({}, "no model yet")
-        sim.follow_model(lambda h: (h.model.njnt, self._interfaces_of(h)), self._follow)
+        sim.follow_model(
+            lambda h: (
+                h.model.njnt,
+                h.scene_path,
+                derived_interfaces(h.model, h.robots, h.control_layout),
+            ),
+            self._follow,
+        )
         # its own group: a command never queues behind a service callback in the executor
         node.create_subscription(
             JointState,
@@ -73,18 +79,19 @@ class JointCommandSubscriber:
             callback_group=MutuallyExclusiveCallbackGroup(),
         )
 
-    def _interfaces_of(self, h: MujocoHandler) -> CommandInterfaces:
-        """The map for the model `h` holds: the given tag, the scene URDF's, or derived."""
+    def _follow(self, taken: tuple[int, str | None, CommandInterfaces]) -> None:
+        """The map for the new model (its file read here, not under the lock): the given
+        tag, else the scene's when it is a URDF with one, else the derived one."""
+        self._joints, scene_path, derived = taken
         if self._given is not None:
-            return self._given
-        text = original_urdf(h.scene_path)
-        found = from_ros2_control(text, h.scene_path) if text is not None else None
-        if found is not None:
-            return found
-        return derived_interfaces(h.model, h.robots, h.control_layout)
-
-    def _follow(self, taken: tuple[int, CommandInterfaces]) -> None:
-        self._joints, self._interfaces = taken
+            self._interfaces = self._given
+            return
+        try:
+            text = original_urdf(scene_path)
+        except OSError:  # the scene file went away since it was loaded
+            text = None
+        found = from_ros2_control(text, scene_path) if text is not None else None
+        self._interfaces = found if found is not None else derived
 
     def _on_command(self, msg: JointState) -> None:
         try:
