@@ -359,8 +359,21 @@ class SimParameters:
     )
     joint_command_topic: str = _p(
         "/joint_command",
-        "sensor_msgs/JointState commands by joint name (the JointState-topic ros2_control "
-        "hardware interface): position, velocity or effort, routed to each joint's actuator",
+        "sensor_msgs/JointState commands by joint name as ros2_control's JointStateTopicSystem "
+        "writes them (set its joint_commands_topic to this): position, velocity or effort, "
+        "resolved through each joint's command interfaces and routed to its actuator",
+    )
+    joint_states_topic: str = _p(
+        "joint_states",
+        "topic of the robots' sensor_msgs/JointState (set JointStateTopicSystem's "
+        "joint_states_topic to this, e.g. both /robot_joint_states, its default)",
+    )
+    ros2_control_urdf: str = _p(
+        "",
+        "URDF file whose <ros2_control> tag (JointStateTopicSystem) declares each joint's "
+        "command interfaces for joint_command_topic; empty = the scene's tag when the scene "
+        "is such a URDF, else what drives each joint in MuJoCo (what metasim-urdf "
+        "--ros2-control writes)",
     )
     actuation: str = _p(
         "pd",

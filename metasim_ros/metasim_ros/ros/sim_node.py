@@ -215,7 +215,7 @@ class SimNode(PartsNode):
         self.get_logger().info(
             f"simulating {scene} ({models}), {envs} env(s) on {threads} "
             f"physics thread(s), {state}; publishing "
-            f"/clock, {self.resolve_topic_name('joint_states')}, "
+            f"/clock, {self.resolve_topic_name(p.joint_states_topic)}, "
             f"{self.resolve_topic_name('~/world_state')}, /tf, "
             f"{self.resolve_topic_name('~/scene_markers')}, cameras under "
             f"{self.get_fully_qualified_name()}/<camera>/ on "

@@ -95,7 +95,7 @@ class Streams:
         self._prefix = params.frame_prefix
         clock_pub = node.create_publisher(Clock, "/clock", CLOCK_QOS)
         clock_msg = Clock()
-        joint_pub = node.create_publisher(JointState, "joint_states", 10)
+        joint_pub = node.create_publisher(JointState, params.joint_states_topic, 10)
         world_pub = node.create_publisher(WorldState, "~/world_state", 10)
         tf_pub = node.create_publisher(TFMessage, "/tf", 100)
         self._static_pub = node.create_publisher(TFMessage, "/tf_static", LATCHED_QOS)
