@@ -288,6 +288,14 @@ class SimParameters:
         "camera rendering: 'fast' has no shadows and no MSAA (right for CPU rendering)",
         choices=("fast", "quality"),
     )
+    lidars: list[str] = _p(
+        [],
+        "lidars cast by ray casting, one '<site> key=value ...' entry each (keys: h_fov, "
+        "h_samples, v_fov, v_samples, range_min, range_max, rate; e.g. 'laser h_samples=720 "
+        "range_max=12'); added to those the scene declares as MJCF custom text 'lidar:<site>', "
+        "replacing one on the same site. One row is published as ~/lidars/<site>/scan "
+        "(LaserScan), several as ~/lidars/<site>/points (PointCloud2)",
+    )
     frame_prefix: str = _p(
         "",
         "prefix of every TF frame name (e.g. 'sim/'), and so of every frame id the node "

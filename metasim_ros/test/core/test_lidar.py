@@ -5,12 +5,11 @@ code was not written for: a tilted mobile robot among obstacles, a table-top."""
 
 from __future__ import annotations
 
-import math
-
 import mujoco
 import numpy as np
 import pytest
 
+from lidar_truth import mj_ray_scan, settings_text
 from metasim_ros.core.errors import ConfigurationError
 from metasim_ros.core.limits import MAX_LIDAR_RAYS
 from metasim_ros.core.state.lidar import LidarCaster, declared_lidars, parse_lidar
@@ -42,39 +41,6 @@ TABLE = """<mujoco><worldbody>
 </worldbody></mujoco>"""
 
 
-def truth(m, d, site: str, spec_text: str):
-    """Ranges (REP-117), geoms and |cos| per ray from mj_ray, one ray at a time, with the
-    directions built here from the angles the settings name."""
-    spec = parse_lidar(f"{site} {spec_text}", "test")
-    s = m.site(site).id
-    body = int(m.site_bodyid[s]) or -1
-    full = abs(spec.h_fov - 2 * math.pi) < 1e-12
-    nh, nv = spec.h_samples, spec.v_samples
-    step = spec.h_fov / nh if full else (spec.h_fov / (nh - 1) if nh > 1 else 0.0)
-    ranges, geoms, cosines = [], [], []
-    for row in range(nv):
-        el = 0.0 if nv == 1 else -spec.v_fov / 2 + row * spec.v_fov / (nv - 1)
-        for k in range(nh):
-            az = 0.0 if nh == 1 else -spec.h_fov / 2 + k * step
-            local = np.array(
-                [math.cos(el) * math.cos(az), math.cos(el) * math.sin(az), math.sin(el)]
-            )
-            vec = d.site_xmat[s].reshape(3, 3) @ local
-            geom = np.zeros(1, np.int32)
-            normal = np.zeros(3)
-            x = mujoco.mj_ray(m, d, d.site_xpos[s], vec, None, 1, body, geom, normal)
-            if x < 0 or x > spec.range_max:
-                ranges.append(math.inf)
-            elif x < spec.range_min:
-                ranges.append(-math.inf)
-            else:
-                ranges.append(x)
-            ok = math.isfinite(ranges[-1])
-            geoms.append(int(geom[0]))
-            cosines.append(abs(float(normal @ vec)) if ok else 0.0)
-    return np.array(ranges), np.array(geoms), np.array(cosines)
-
-
 def settled(xml: str, steps: int) -> tuple[mujoco.MjModel, mujoco.MjData]:
     m = mujoco.MjModel.from_xml_string(xml)
     d = mujoco.MjData(m)
@@ -86,24 +52,27 @@ def settled(xml: str, steps: int) -> tuple[mujoco.MjModel, mujoco.MjData]:
 @pytest.mark.parametrize(
     "xml, site, settings, steps",
     [
-        (ROBOT, "laser", "h_samples=720 range_min=0.1 range_max=4.5", 150),
-        (ROBOT, "laser", "h_samples=90 v_samples=7 v_fov=0.6 range_max=6", 400),
-        (ROBOT, "laser", "h_fov=2.0 h_samples=41 v_samples=3 v_fov=1.2 range_min=0.3", 10),
-        (TABLE, "sensor", "h_fov=1.5 h_samples=64 v_samples=48 v_fov=1.1 range_max=2", 50),
+        (ROBOT, "laser", {"h_samples": 720, "range_min": 0.1, "range_max": 4.5}, 150),
+        (ROBOT, "laser", {"h_samples": 90, "v_samples": 7, "v_fov": 0.6, "range_max": 6}, 400),
+        (ROBOT, "laser", {"h_fov": 2, "h_samples": 41, "v_samples": 3, "v_fov": 1.2}, 10),
+        (ROBOT, "rear", {"h_fov": 1, "h_samples": 1, "range_min": 0.3}, 10),
+        (TABLE, "sensor", {"h_fov": 1.5, "h_samples": 64, "v_samples": 48, "v_fov": 1.1}, 50),
     ],
 )
 def test_scan_equals_mj_ray_ray_by_ray(xml, site, settings, steps):
     m, d = settled(xml, steps)
-    caster = LidarCaster(m, parse_lidar(f"{site} {settings}", "test"))
+    caster = LidarCaster(m, parse_lidar(settings_text(site, settings), "test"))
     caster.cast(m, d)
-    ranges, geoms, cosines = truth(m, d, site, settings)
-    hits = np.isfinite(ranges)
-    assert hits.sum() > 10 and (~hits).sum() > 0  # the scene has both
-    np.testing.assert_array_equal(np.isposinf(caster.ranges), np.isposinf(ranges))
-    np.testing.assert_array_equal(np.isneginf(caster.ranges), np.isneginf(ranges))
-    np.testing.assert_allclose(caster.ranges[hits], ranges[hits], rtol=0, atol=1e-9)
-    np.testing.assert_array_equal(caster.geom[hits], geoms[hits])
-    np.testing.assert_allclose(caster.intensity, cosines, rtol=0, atol=1e-9)
+    truth = mj_ray_scan(m, d, site, settings)
+    hits = np.isfinite(truth.ranges)
+    if len(hits) > 1:
+        assert hits.sum() > 10 and (~hits).sum() > 0  # the scene has both
+    np.testing.assert_allclose(caster.local, truth.local, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(np.isposinf(caster.ranges), np.isposinf(truth.ranges))
+    np.testing.assert_array_equal(np.isneginf(caster.ranges), np.isneginf(truth.ranges))
+    np.testing.assert_allclose(caster.ranges[hits], truth.ranges[hits], rtol=0, atol=1e-9)
+    np.testing.assert_array_equal(caster.geom[hits], truth.geoms[hits])
+    np.testing.assert_allclose(caster.intensity, truth.cosines, rtol=0, atol=1e-9)
     np.testing.assert_array_equal(caster.valid, hits)
 
 
