@@ -88,7 +88,9 @@ def rays() -> None:
     rclpy.init()
     node = Node("bench_lidar_rays")
     try:
-        topic = _LidarTopic(m, spec, node.create_publisher(PointCloud2, "points", SCAN_QOS), "v")
+        topic = _LidarTopic(
+            m, spec, (node.create_publisher(PointCloud2, "points", SCAN_QOS), None), "v"
+        )
         ours = [0.0, 0.0]
         for _ in range(5):  # alternate, so both see the same machine load
             for i, fn in enumerate((bare, lambda: topic.publish(m, d))):

@@ -27,6 +27,7 @@ import numpy as np
 
 from metasim_ros.core.errors import ConfigurationError
 from metasim_ros.core.limits import MAX_LIDAR_RAYS
+from metasim_ros.core.state.noise import DROP, WHITE, NoiseModel, brownian, normals, uniforms
 
 #: The name prefix of an MJCF custom text that declares a lidar: `lidar:<site>`.
 MJCF_PREFIX = "lidar:"
@@ -230,3 +231,24 @@ class LidarCaster:
         np.einsum("ij,ij->i", self._normal, self._world, out=self._cos)
         np.abs(self._cos, out=self.intensity)
         self.intensity[~self.valid] = 0.0
+
+    def noisy(
+        self, noise: NoiseModel, key: int, step: int, dt: float
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(ranges, valid, intensity) of the last cast with `noise` at physics `step`:
+        each return's distance gets the bias, its own white noise and the lidar's drift
+        (one random walk for every ray), then REP-117 again; a dropped return is NaN
+        (erroneous). Rays without a return stay +inf. New arrays; the cast's stay exact."""
+        s, d = self.spec, self.dist
+        hit = d >= 0.0
+        r = d + noise.bias
+        if noise.stddev:
+            r += noise.stddev * normals(key, WHITE, step, s.rays)
+        if noise.drift:
+            r += noise.drift * math.sqrt(dt) * brownian(key, step, 1)[0]
+        r[~hit | (r > s.range_max)] = math.inf
+        r[hit & (r < s.range_min)] = -math.inf
+        if noise.dropout:
+            r[hit & (uniforms(key, DROP, step, s.rays) < noise.dropout)] = math.nan
+        valid = np.isfinite(r)
+        return r, valid, np.where(valid, np.abs(self._cos), 0.0)

@@ -5,7 +5,8 @@
 A planar lidar (one row) is `~/lidars/<site>/scan` (sensor_msgs/LaserScan), one with
 several rows `~/lidars/<site>/points` (sensor_msgs/PointCloud2, organized: one row per
 beam, x y z intensity ring; a ray without a valid return is a NaN point). Both are in
-the site's TF frame, stamped with the sim time of the state they were cast in.
+the site's TF frame, stamped with the sim time of the state they were cast in. A lidar
+with noise (`sensor_noise` entry `lidar:<site>`) has an exact twin, `<topic>/ground_truth`.
 
 The simulation is locked only to copy env 0's MjData (microseconds); rays are cast on
 the copy by mj_multiRay, which releases the GIL, so physics runs on while a scan is cast.
@@ -31,6 +32,7 @@ from metasim_ros.core.scene.frames import FrameTree
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.state.lidar import LidarCaster, LidarSpec, declared_lidars
+from metasim_ros.core.state.noise import LIDAR_PREFIX, NoiseModel, noise_models, stream_key
 from metasim_ros.ros.convert.geometry import stamp
 from metasim_ros.ros.parameters import SimParameters
 from metasim_ros.ros.parts import PartsNode
@@ -70,22 +72,20 @@ def _float32s(n: int) -> tuple[array, np.ndarray]:
     return buf, np.frombuffer(buf, np.float32)
 
 
-class _LidarTopic:
-    """One lidar on the current model: its caster and its preallocated message."""
+class _ScanMessage:
+    """One preallocated LaserScan (one row) or PointCloud2 (several) of a lidar."""
 
-    def __init__(self, model: mujoco.MjModel, spec: LidarSpec, pub: Publisher, frame: str) -> None:
-        self.spec, self.pub = spec, pub
-        self.caster = LidarCaster(model, spec)
+    def __init__(self, spec: LidarSpec, frame: str) -> None:
+        self.rows = spec.v_samples
         n = spec.rays
         if spec.v_samples == 1:
             self._ranges, self._ranges_np = _float32s(n)
             self._intensities, self._intensities_np = _float32s(n)
-            inc = spec.h_increment
             angles = spec.azimuths()
             self.msg = LaserScan(
                 angle_min=float(angles[0]),
                 angle_max=float(angles[-1]),
-                angle_increment=float(inc),
+                angle_increment=float(spec.h_increment),
                 time_increment=0.0,  # every ray at the same sim time
                 scan_time=1.0 / spec.rate,
                 range_min=float(spec.range_min),
@@ -113,21 +113,58 @@ class _LidarTopic:
             )
             self.msg.data = self._data  # after construction, as the scan's buffers
         self.msg.header.frame_id = frame
+
+    def fill(
+        self, local: np.ndarray, ranges: np.ndarray, valid: np.ndarray, intensity: np.ndarray
+    ) -> None:
+        """The scan (REP-117 ranges) or the cloud (a NaN point without a valid return)."""
+        if self.rows == 1:
+            self._ranges_np[:] = ranges
+            self._intensities_np[:] = intensity
+        else:
+            distance = np.where(valid, ranges, math.nan)
+            np.multiply(local, distance[:, None], out=self._xyzi[:, :3], casting="unsafe")
+            self._xyzi[:, 3] = intensity
+
+
+class _LidarTopic:
+    """One lidar on the current model: its caster and its messages (with noise: the
+    noisy one and its exact twin)."""
+
+    def __init__(
+        self,
+        model: mujoco.MjModel,
+        spec: LidarSpec,
+        pubs: tuple[Publisher, Publisher | None],
+        frame: str,
+        noise: NoiseModel | None = None,
+        seed: int = 0,
+    ) -> None:
+        self.spec, self.pubs = spec, pubs
+        self.caster = LidarCaster(model, spec)
+        self._msg = _ScanMessage(spec, frame)
+        self._truth = _ScanMessage(spec, frame) if noise is not None else None
+        self._noise = noise
+        self._key = stream_key(seed, LIDAR_PREFIX + spec.site)
+        self._dt = float(model.opt.timestep)
         self.due = 0.0
 
     def publish(self, model: mujoco.MjModel, data: mujoco.MjData) -> None:
-        """Cast one scan from `data` and publish it."""
+        """Cast one scan from `data` and publish it (and its exact twin)."""
         c = self.caster
         c.cast(model, data)
-        if self.spec.v_samples == 1:
-            self._ranges_np[:] = c.ranges
-            self._intensities_np[:] = c.intensity
+        now = stamp(data.time)
+        exact = (c.ranges, c.valid, c.intensity)
+        if self._noise is None:
+            self._msg.fill(c.local, *exact)
         else:
-            distance = np.where(c.valid, c.ranges, math.nan)  # NaN points: no valid return
-            np.multiply(c.local, distance[:, None], out=self._xyzi[:, :3], casting="unsafe")
-            self._xyzi[:, 3] = c.intensity
-        self.msg.header.stamp = stamp(data.time)
-        self.pub.publish(self.msg)
+            step = round(data.time / self._dt)
+            self._msg.fill(c.local, *c.noisy(self._noise, self._key, step, self._dt))
+            self._truth.fill(c.local, *exact)
+            self._truth.msg.header.stamp = now
+            self.pubs[1].publish(self._truth.msg)
+        self._msg.msg.header.stamp = now
+        self.pubs[0].publish(self._msg.msg)
 
 
 class LidarTopics:
@@ -143,15 +180,25 @@ class LidarTopics:
         self._log = node.get_logger()
         with sim.locked() as h:
             self._specs = declared_lidars(h.model, list(params.lidars))
-            self._pubs = {
-                s.site: node.create_publisher(
-                    LaserScan if s.v_samples == 1 else PointCloud2, lidar_topic(s), SCAN_QOS
-                )
-                for s in self._specs
-            }
+            _, self._noise = noise_models(
+                h.sensors,
+                list(params.sensor_noise),
+                params.mujoco_noise,
+                [s.site for s in self._specs],
+            )
+            self._pubs = {s.site: self._publishers(s) for s in self._specs}
             self._follow(h)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="lidars", daemon=True)
+
+    def _publishers(self, spec: LidarSpec) -> tuple[Publisher, Publisher | None]:
+        """The lidar's topic, and its ground_truth twin when it has noise."""
+        kind = LaserScan if spec.v_samples == 1 else PointCloud2
+        topic = lidar_topic(spec)
+        twin = None
+        if spec.site in self._noise:
+            twin = self._node.create_publisher(kind, f"{topic}/ground_truth", SCAN_QOS)
+        return self._node.create_publisher(kind, topic, SCAN_QOS), twin
 
     @property
     def specs(self) -> list[LidarSpec]:
@@ -168,7 +215,16 @@ class LidarTopics:
             if site < 0:
                 self._log.warning(f"lidar on site {spec.site!r}: no such site now; not published")
                 continue
-            topics.append(_LidarTopic(model, spec, self._pubs[spec.site], tree.site_names[site]))
+            topics.append(
+                _LidarTopic(
+                    model,
+                    spec,
+                    self._pubs[spec.site],
+                    tree.site_names[site],
+                    self._noise.get(spec.site),
+                    self._params.noise_seed,
+                )
+            )
         self._topics = topics
         self._model, self._version = model, h.model_version
         self._copy = mujoco.MjData(model)
@@ -201,7 +257,7 @@ class LidarTopics:
         for t in due:
             period = 1.0 / t.spec.rate
             t.due = t.due + period if t.due + period > now else now + period
-        due = [t for t in due if anyone_reads(t.pub)]
+        due = [t for t in due if anyone_reads(*(p for p in t.pubs if p is not None))]
         if not due and self._sim.model_version == self._version:
             return
         with self._sim.locked() as h:
