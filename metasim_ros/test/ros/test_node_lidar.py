@@ -129,6 +129,49 @@ def test_scene_declared_3d_lidar_cloud_equals_mj_ray(rover, client):
     assert (rings == np.arange(cloud.height)[:, None]).all()  # ring 0 = lowest beam
 
 
+TABLE = """<mujoco><option timestep="0.002"/><worldbody>
+<geom type="plane" size="5 5 0.1"/>
+<geom name="top" type="box" pos="0 0 0.4" size="0.5 0.35 0.02"/>
+<body name="mug" pos="0.15 0.1 0.48"><freejoint/><geom type="cylinder" size="0.04 0.05"/></body>
+<body name="bottle" pos="-0.2 -0.05 0.5"><freejoint/><geom type="capsule" size="0.03 0.04"/></body>
+<body name="brick" pos="0.05 -0.2 0.46" euler="0 0 25"><freejoint/>
+  <geom type="box" size="0.06 0.03 0.03"/></body>
+<body name="orange" pos="-0.05 0.2 0.5"><freejoint/><geom type="sphere" size="0.035"/></body>
+<body name="post" pos="-0.55 0 0.9"><geom type="box" size="0.02 0.02 0.02"/>
+  <site name="head_lidar" euler="0 40 0"/></body>
+</worldbody></mujoco>"""
+TABLE_LIDAR = {"h_fov": 1.4, "h_samples": 96, "v_samples": 40, "v_fov": 0.9, "range_max": 2.5}
+
+
+def test_table_top_cloud_equals_mj_ray_while_objects_settle(tmp_path, start_node, client):
+    path = tmp_path / "table.xml"
+    path.write_text(TABLE)
+    params = {
+        "scene": str(path),
+        "paused": True,
+        "lidars": f"['{settings_text('head_lidar', TABLE_LIDAR)}']",
+    }
+    start_node(params).wait_serving(client)
+    sim = Replay(str(path))
+    for steps in (1, 150):  # falling, then settled
+        t = sim.step(client, steps)
+        cloud = client.wait_for_message(
+            PointCloud2,
+            f"{NODE}/lidars/head_lidar/points",
+            predicate=lambda m, t=t: ns(m.header.stamp) == t,
+        )
+        truth = mj_ray_scan(sim.m, sim.d, "head_lidar", TABLE_LIDAR)
+        assert cloud.header.frame_id == "head_lidar"
+        points = np.frombuffer(bytes(cloud.data), np.uint8).reshape(-1, cloud.point_step)
+        xyz = points[:, :12].copy().view("<f4")
+        hit = np.isfinite(truth.ranges)
+        objects = {sim.m.body(b).geomadr[0] for b in ("mug", "bottle", "brick", "orange")}
+        assert objects <= set(truth.geoms[hit])  # the lidar sees every object
+        expected = (truth.local[hit] * truth.ranges[hit, None]).astype(np.float32)
+        np.testing.assert_allclose(xyz[hit], expected, rtol=0, atol=2e-6)
+        assert np.isnan(xyz[~hit]).all()
+
+
 def test_lidar_frames_are_the_sites_tf_frames(rover, client):
     static = client.wait_for_message(TFMessage, "/tf_static", qos=LATCHED)
     parents = {t.child_frame_id: t.header.frame_id for t in static.transforms}
