@@ -12,8 +12,9 @@ from pathlib import Path
 import mujoco
 import numpy as np
 import pytest
-from metasim_msgs.srv import LoadSnapshot, SaveSnapshot, Step
+from metasim_msgs.srv import LoadSnapshot, Replay, SaveSnapshot, StartRecording, Step
 from sensor_msgs.msg import Imu, LaserScan, Range
+from std_srvs.srv import Trigger
 
 from lidar_truth import mj_ray_scan, settings_text
 
@@ -30,7 +31,7 @@ def ns(t) -> int:
     return t.sec * 1_000_000_000 + t.nanosec
 
 
-class Replay:
+class Scene:
     """The scene in the test process, stepped as the node steps it (no robots)."""
 
     def __init__(self, path: str) -> None:
@@ -68,7 +69,7 @@ def noisy_params(snapshot_dir: Path) -> dict:
 
 def test_noisy_topics_and_exact_twins(start_node, client, snapshot_dir):
     start_node(noisy_params(snapshot_dir)).wait_serving(client)
-    sim = Replay(SCENE)
+    sim = Scene(SCENE)
     t = sim.step(client, 200)
     sensor = sim.d.sensor
     truth = read(client, Imu, f"{NODE}/sensors/imu/ground_truth", t)
@@ -100,7 +101,7 @@ def test_noisy_topics_and_exact_twins(start_node, client, snapshot_dir):
 
 def test_snapshot_restore_and_a_second_node_reproduce_the_noise(start_node, client, snapshot_dir):
     node = start_node(noisy_params(snapshot_dir)).wait_serving(client)
-    sim = Replay(SCENE)
+    sim = Scene(SCENE)
     first = []
     for _ in range(3):
         t = sim.step(client, 37)
@@ -128,6 +129,26 @@ def test_snapshot_restore_and_a_second_node_reproduce_the_noise(start_node, clie
     assert again == first
 
 
+def test_a_replayed_episode_has_the_recorded_noise(start_node, client, tmp_path):
+    params = {**noisy_params(tmp_path / "snap"), "recordings_dir": str(tmp_path / "rec")}
+    start_node(params).wait_serving(client)
+    step_to(client, 20)
+    res = client.call(StartRecording, f"{NODE}/start_recording", StartRecording.Request(folder="e"))
+    assert res.success, res.message
+    recorded = []
+    for _ in range(3):
+        t = step_to(client, 41)
+        recorded.append((t, imu_values(read(client, Imu, f"{NODE}/sensors/imu", t))))
+    res = client.call(Trigger, f"{NODE}/stop_recording", Trigger.Request())
+    assert res.success, res.message
+    step_to(client, 100)
+    res = client.call(Replay, f"{NODE}/replay", Replay.Request(folder="e"))
+    assert res.success and res.steps == 123, res.message
+    for t, values in recorded:
+        assert step_to(client, 41) == t
+        assert imu_values(read(client, Imu, f"{NODE}/sensors/imu", t)) == values
+
+
 def step_to(client, n: int) -> int:
     res = client.call(Step, f"{NODE}/step", Step.Request(steps=n))
     assert res.success, res.message
@@ -137,7 +158,7 @@ def step_to(client, n: int) -> int:
 def test_without_noise_there_is_no_twin_and_readings_are_exact(start_node, client):
     """The scene declares noise= on the IMU: by default it only sets covariances."""
     start_node({"scene": SCENE, "paused": True}).wait_serving(client)
-    sim = Replay(SCENE)
+    sim = Scene(SCENE)
     t = sim.step(client, 150)
     imu = read(client, Imu, f"{NODE}/sensors/imu", t)
     sensor = sim.d.sensor
@@ -170,7 +191,7 @@ def test_lidar_noise_and_its_exact_twin(tmp_path, start_node, client):
             "sensor_noise": "['lidar:laser stddev=0.01 bias=0.02 dropout=0.1']",
         }
     ).wait_serving(client)
-    sim = Replay(str(path))
+    sim = Scene(str(path))
     t = sim.step(client, 10)
     truth = mj_ray_scan(sim.m, sim.d, "laser", LASER)
     assert np.isfinite(truth.ranges).all()  # a closed room
