@@ -18,6 +18,8 @@ from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import LaserScan, PointCloud2, PointField
+from simulation_interfaces import srv as ss
+from simulation_interfaces.msg import Result
 from tf2_msgs.msg import TFMessage
 
 from lidar_truth import mj_ray_scan, settings_text
@@ -170,6 +172,45 @@ def test_table_top_cloud_equals_mj_ray_while_objects_settle(tmp_path, start_node
         expected = (truth.local[hit] * truth.ranges[hit, None]).astype(np.float32)
         np.testing.assert_allclose(xyz[hit], expected, rtol=0, atol=2e-6)
         assert np.isnan(xyz[~hit]).all()
+
+
+ROOM = """<mujoco><worldbody>
+<geom type="box" pos="2 0 0.5" size="0.1 2 0.5"/><geom type="box" pos="-2 0 0.5" size="0.1 2 0.5"/>
+<geom type="box" pos="0 2 0.5" size="2 0.1 0.5"/><geom type="box" pos="0 -2 0.5" size="2 0.1 0.5"/>
+<body name="bot" pos="0.3 0.2 0.3"><geom type="sphere" size="0.1"/><site name="laser"/></body>
+</worldbody></mujoco>"""
+CRATE = (
+    '<mujoco><worldbody><body name="crate"><geom type="box" size="0.1 0.1 0.1"/></body>'
+    "</worldbody></mujoco>"
+)
+
+
+def test_the_lidar_follows_model_changes(tmp_path, start_node, client):
+    """A crate spawned in front of the lidar is seen by the next scans, and no more once
+    deleted: the ray straight ahead (azimuth 0) from (0.3, 0.2) meets the wall at x = 1.9,
+    the crate's face at x = 0.9."""
+    path = tmp_path / "room.xml"
+    path.write_text(ROOM)
+    params = {"scene": str(path), "paused": True, "lidars": "['laser h_samples=400']"}
+    start_node(params).wait_serving(client)
+    topic = f"{NODE}/lidars/laser/scan"
+
+    def ahead() -> float:
+        return client.wait_for_message(LaserScan, topic).ranges[200]
+
+    assert ahead() == np.float32(1.6)
+    spawn = ss.SpawnEntity.Request(name="crate")
+    spawn.entity_resource.resource_string = CRATE
+    spawn.initial_pose.pose.position.x, spawn.initial_pose.pose.position.y = 1.0, 0.2
+    spawn.initial_pose.pose.position.z = 0.3
+    r = client.call(ss.SpawnEntity, f"{NODE}/spawn_entity", spawn)
+    assert r.result.result == Result.RESULT_OK, r.result.error_message
+    assert ahead() == np.float32(0.6)
+    r = client.call(
+        ss.DeleteEntity, f"{NODE}/delete_entity", ss.DeleteEntity.Request(entity="crate")
+    )
+    assert r.result.result == Result.RESULT_OK, r.result.error_message
+    assert ahead() == np.float32(1.6)
 
 
 def test_lidar_frames_are_the_sites_tf_frames(rover, client):
