@@ -200,11 +200,6 @@ class LidarTopics:
             twin = self._node.create_publisher(kind, f"{topic}/ground_truth", SCAN_QOS)
         return self._node.create_publisher(kind, topic, SCAN_QOS), twin
 
-    @property
-    def specs(self) -> list[LidarSpec]:
-        """The lidars declared at start."""
-        return list(self._specs)
-
     def _follow(self, h: MujocoHandler) -> None:
         """Casters, messages and the MjData copy for the handler's current model (held)."""
         model = h.model
