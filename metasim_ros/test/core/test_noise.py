@@ -62,17 +62,24 @@ def test_drift_is_a_brownian_motion(step):
 
 
 def test_noise_is_a_pure_function_of_seed_sensor_and_step():
-    model = NoiseModel(stddev=0.3, bias=0.1, drift=0.05, dropout=0.2)
-    key = stream_key(42, "down")
-    values = np.linspace(0.2, 3.0, 64)
-    fresh = model.apply(key, 5000, 0.002, values)
+    m, table, exact = _readings(100)
+    entries = ["down stddev=0.3 bias=0.1 drift=0.05 dropout=0.2", "imu_gyro stddev=1 drift=1"]
+    models, _ = noise_models(table, entries, False, [])
+
+    def at(seed: int, step: int) -> bytes:
+        noise = SensorNoise(table, m.opt.timestep, seed, models)
+        reading = SensorReadings(step * m.opt.timestep, exact.data, table)
+        return noise.apply(reading).data.tobytes()
+
+    fresh = at(42, 5000)
+    noise = SensorNoise(table, m.opt.timestep, 42, models)
     for k in range(4990, 5000):  # whatever was drawn before
-        model.apply(key, k, 0.002, values)
-    again = model.apply(key, 5000, 0.002, values)
-    assert fresh.tobytes() == again.tobytes()
-    assert np.isnan(fresh).any() and np.isfinite(fresh).any()
-    assert fresh.tobytes() != model.apply(key, 5001, 0.002, values).tobytes()
-    assert fresh.tobytes() != model.apply(stream_key(43, "down"), 5000, 0.002, values).tobytes()
+        noise.apply(SensorReadings(k * m.opt.timestep, exact.data, table))
+    again = noise.apply(SensorReadings(5000 * m.opt.timestep, exact.data, table))
+    assert fresh == again.data.tobytes()
+    assert fresh != at(42, 5001) and fresh != at(43, 5000)
+    drops = [np.isnan(np.frombuffer(at(42, k))).any() for k in range(200)]
+    assert 0 < sum(drops) < 200
 
 
 def _readings(steps: int) -> tuple[mujoco.MjModel, SensorTable, SensorReadings]:
