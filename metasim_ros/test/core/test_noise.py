@@ -168,6 +168,7 @@ def test_lidar_noise_statistics_and_exact_cast():
         ("imu_gyro sigma=1", "sensor_noise[0]: 'sigma=1' is not key=value"),
         ("imu_gyro stddev=inf", "sensor_noise[0]: stddev=inf must be finite"),
         ("lidar:nowhere stddev=1", "sensor_noise[0]: no lidar on site 'nowhere'"),
+        ("touch stddev=1", "sensor_noise[0]: 'touch' is part of no device topic"),
     ],
 )
 def test_bad_noise_settings_name_the_setting(entry, named):

@@ -197,6 +197,11 @@ def noise_models(
             raise ConfigurationError(
                 f"{where}: no sensor named {name!r} in the scene (a lidar is 'lidar:<site>')"
             )
+        if not any(sensor in d.parts.values() for d in table.devices):
+            raise ConfigurationError(
+                f"{where}: {name!r} is part of no device topic (IMU, force-torque, range, "
+                "magnetometer); ~/sensors, its only topic, stays exact"
+            )
         if model.dropout and sensor.type not in _DROPPING:
             raise ConfigurationError(
                 f"{where}: dropout is for range finders and lidars, not a {sensor.type}"
