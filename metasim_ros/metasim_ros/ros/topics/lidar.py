@@ -225,9 +225,15 @@ class LidarTopics:
         self._copy = mujoco.MjData(model)
 
     def start(self) -> None:
-        """Start the lidar thread when there is a lidar."""
+        """Start the lidar thread when there is a lidar; say on the log what it publishes."""
         if self._specs:
             self._thread.start()
+            topics = ", ".join(
+                f"{self._node.resolve_topic_name(lidar_topic(s))} ({s.v_samples} x "
+                f"{s.h_samples} rays at {s.rate:g} Hz)"
+                for s in self._specs
+            )
+            self._log.info(f"lidars, cast only while subscribed: {topics}")
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the lidar thread; wait for it (a scan, or the lock) up to `timeout` s."""
