@@ -288,6 +288,33 @@ class SimParameters:
         "camera rendering: 'fast' has no shadows and no MSAA (right for CPU rendering)",
         choices=("fast", "quality"),
     )
+    lidars: list[str] = _p(
+        [],
+        "lidars cast by ray casting, one '<site> key=value ...' entry each (keys: h_fov, "
+        "h_samples, v_fov, v_samples, range_min, range_max, rate; e.g. 'laser h_samples=720 "
+        "range_max=12'); added to those the scene declares as MJCF custom text 'lidar:<site>', "
+        "replacing one on the same site. One row is published as ~/lidars/<site>/scan "
+        "(LaserScan), several as ~/lidars/<site>/points (PointCloud2)",
+    )
+    sensor_noise: list[str] = _p(
+        [],
+        "noise added to sensors, one '<sensor> key=value ...' entry each (keys: stddev, bias, "
+        "drift per sqrt(s) of sim time, dropout probability for range finders; a lidar is "
+        "'lidar:<site>'), e.g. 'imu_gyro stddev=0.01 drift=0.001'. A noisy device topic "
+        "gets an exact twin <topic>/ground_truth; the same seed and state give the same "
+        "noise, bit for bit",
+    )
+    mujoco_noise: bool = _p(
+        False,
+        "add every sensor's MuJoCo noise= attribute as its Gaussian stddev (a sensor_noise "
+        "entry replaces it); false: the attribute only sets the messages' covariances",
+    )
+    noise_seed: int = _p(
+        0,
+        "seed of the sensor noise: the noise is a function of the seed, the sensor and the "
+        "physics step",
+        low=0,
+    )
     frame_prefix: str = _p(
         "",
         "prefix of every TF frame name (e.g. 'sim/'), and so of every frame id the node "

@@ -50,6 +50,7 @@ from metasim_ros.ros.services.states import StateServices
 from metasim_ros.ros.services.wrenches import WrenchServices
 from metasim_ros.ros.topics.cameras import CameraStreamer
 from metasim_ros.ros.topics.contacts import ContactTopics
+from metasim_ros.ros.topics.lidar import LidarTopics
 from metasim_ros.ros.topics.rviz import RvizTopics
 from metasim_ros.ros.topics.sensors import SensorTopics
 from metasim_ros.ros.topics.streams import Streams
@@ -83,6 +84,7 @@ PARTS: tuple[type, ...] = (
     Streams,
     RvizTopics,
     SensorTopics,
+    LidarTopics,
     ContactTopics,
     CameraStreamer,
     JointTargets,

@@ -7,6 +7,10 @@ the core found (core.sensors) gets its standard message on `~/sensors/<name>`:
 sensor_msgs/Imu, geometry_msgs/WrenchStamped, sensor_msgs/Range, sensor_msgs/MagneticField,
 with frame_id = the site's TF frame and the sim-time stamp of the reading. Messages are
 built once and refilled from one copy of sensordata taken under the simulation lock.
+
+With noise on a device's sensors (`sensor_noise`, `mujoco_noise`: core/state/noise.py)
+its topic carries the noisy readings and `<topic>/ground_truth` the exact ones, as the
+topic would without noise; `~/sensors` stays MuJoCo's raw sensordata.
 """
 
 from __future__ import annotations
@@ -24,7 +28,9 @@ from sensor_msgs.msg import Imu, MagneticField, Range
 from metasim_ros.core.scene.frames import FrameTree
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.sim.handler import MujocoHandler
-from metasim_ros.core.state.sensors import SensorDevice
+from metasim_ros.core.state.lidar import declared_lidars
+from metasim_ros.core.state.noise import SensorNoise, declared_stddev, noise_models
+from metasim_ros.core.state.sensors import SensorDevice, SensorInfo
 from metasim_ros.core.state.sensors import SensorReadings as CoreReadings
 from metasim_ros.ros.convert.geometry import doubles, fill_wxyz, fill_xyz, stamp
 from metasim_ros.ros.parameters import SimParameters
@@ -55,6 +61,10 @@ def _diagonal(cov: np.ndarray, variance: float) -> None:
     cov[0] = cov[4] = cov[8] = variance
 
 
+_Fill = Callable[[CoreReadings], None]
+_Stddev = Callable[[SensorInfo], float]
+
+
 class SensorTopics:
     """Publishers and preallocated messages for every sensor of a scene.
 
@@ -68,7 +78,9 @@ class SensorTopics:
         self._raw_pub = node.create_publisher(SensorReadings, "~/sensors", 10)
         self._pubs: dict[tuple[str, str], Publisher] = {}  # (topic, kind) -> publisher
         with sim.locked() as h:
+            self._strict = True  # the start-up scene: a bad sensor_noise entry stops the node
             self.follow(h, node.streams.tree)
+            self._strict = False
         node.streams.add(
             "sensor_rate",
             params.sensor_rate,
@@ -89,19 +101,28 @@ class SensorTopics:
             )
             for s in table.sensors
         ]
-        devices: list[tuple[Callable, object, Callable[[CoreReadings], None]]] = []
+        p = self._params
+        sites = [s.site for s in declared_lidars(handler.model, list(p.lidars))]
+        models, _ = noise_models(table, list(p.sensor_noise), p.mujoco_noise, sites, self._strict)
+        noise = SensorNoise(table, float(handler.model.opt.timestep), p.noise_seed, models)
+        # (publish, message, fill, exact): `exact` fills from the exact readings
+        devices: list[tuple[Callable, object, Callable[[CoreReadings], None], bool]] = []
         pubs: dict[tuple[str, str], Publisher] = {}
         for device, topic in zip(table.devices, device_topics(table.devices)):
-            msg = _MESSAGES[device.kind]()
-            msg.header.frame_id = tree.site_names[device.site]
-            fill = getattr(self, f"_{device.kind}")(msg, device)
-            key = (topic, device.kind)
-            pub = self._pubs.pop(key, None) or self._node.create_publisher(type(msg), topic, 10)
-            pubs[key] = pub
-            devices.append((pub.publish, msg, fill))
+            noisy = any(s.name in noise.models for s in device.parts.values())
+            twins = ((topic, False), (f"{topic}/ground_truth", True)) if noisy else ((topic, True),)
+            for name, exact in twins:
+                msg = _MESSAGES[device.kind]()
+                msg.header.frame_id = tree.site_names[device.site]
+                stddev = declared_stddev if exact else noise.stddev
+                fill = getattr(self, f"_{device.kind}")(msg, device, stddev)
+                key = (name, device.kind)
+                pub = self._pubs.pop(key, None) or self._node.create_publisher(type(msg), name, 10)
+                pubs[key] = pub
+                devices.append((pub.publish, msg, fill, exact))
         for gone in self._pubs.values():
             self._node.destroy_publisher(gone)
-        self._raw, self._devices, self._pubs = raw, devices, pubs
+        self._raw, self._devices, self._pubs, self._noise = raw, devices, pubs, noise
 
     @property
     def count(self) -> int:
@@ -115,26 +136,26 @@ class SensorTopics:
         for msg, (_, values) in zip(self._raw.readings, readings):
             msg.values = doubles(values)
         self._raw_pub.publish(self._raw)
-        for publish, msg, fill in self._devices:
+        noisy = self._noise.apply(readings) if self._noise else readings
+        for publish, msg, fill, exact in self._devices:
             msg.header.stamp = now
-            fill(readings)
+            fill(readings if exact else noisy)
             publish(msg)
 
     # -- one filler per device kind: set the constant fields once, return the refill --------
-    def _imu(self, msg: Imu, device: SensorDevice) -> Callable[[CoreReadings], None]:
+    def _imu(self, msg: Imu, device: SensorDevice, stddev: _Stddev) -> _Fill:
         quat = device.parts.get("orientation")
         gyro = device.parts.get("angular_velocity")
         acc = device.parts.get("linear_acceleration")
-        # a framequat's noise is per quaternion component: about twice that in radians
-        for part, cov, variance in (
-            (quat, msg.orientation_covariance, (2.0 * quat.noise) ** 2 if quat else 0.0),
-            (gyro, msg.angular_velocity_covariance, gyro.noise**2 if gyro else 0.0),
-            (acc, msg.linear_acceleration_covariance, acc.noise**2 if acc else 0.0),
+        for part, cov in (
+            (quat, msg.orientation_covariance),
+            (gyro, msg.angular_velocity_covariance),
+            (acc, msg.linear_acceleration_covariance),
         ):
             if part is None:
                 cov[0] = -1.0  # REP-145 / Imu.msg: this part is not measured
             else:
-                _diagonal(cov, variance)
+                _diagonal(cov, stddev(part) ** 2)
 
         def fill(r: CoreReadings) -> None:
             if quat is not None:
@@ -146,7 +167,7 @@ class SensorTopics:
 
         return fill
 
-    def _wrench(self, msg: WrenchStamped, device: SensorDevice) -> Callable[[CoreReadings], None]:
+    def _wrench(self, msg: WrenchStamped, device: SensorDevice, _stddev: _Stddev) -> _Fill:
         force, torque = device.parts.get("force"), device.parts.get("torque")
 
         def fill(r: CoreReadings) -> None:
@@ -157,7 +178,7 @@ class SensorTopics:
 
         return fill
 
-    def _range(self, msg: Range, device: SensorDevice) -> Callable[[CoreReadings], None]:
+    def _range(self, msg: Range, device: SensorDevice, _stddev: _Stddev) -> _Fill:
         sensor = device.parts["range"]
         msg.radiation_type = Range.INFRARED
         p = self._params
@@ -175,11 +196,9 @@ class SensorTopics:
 
         return fill
 
-    def _magnetometer(
-        self, msg: MagneticField, device: SensorDevice
-    ) -> Callable[[CoreReadings], None]:
+    def _magnetometer(self, msg: MagneticField, device: SensorDevice, stddev: _Stddev) -> _Fill:
         sensor = device.parts["magnetic_field"]
-        _diagonal(msg.magnetic_field_covariance, sensor.noise**2)
+        _diagonal(msg.magnetic_field_covariance, stddev(sensor) ** 2)
 
         def fill(r: CoreReadings) -> None:
             fill_xyz(msg.magnetic_field, r.values(sensor))
