@@ -6,9 +6,10 @@ Every part (a topic, a service, an input) is built as `Part(node, sim, params)` 
 node's one list (ros/sim_node.py: PARTS), in that order, and reaches the simulation only
 through `sim` (SimulationAccess: the handler only inside `sim.locked()`). What parts share
 lives on the node, typed here, so topics/, services/ and inputs/ never import each other:
-the callback groups, the periodic streams other parts add to, the clock-gap record, the
-lines ~/status adds, the warnings about outside input, the quit request. A part may have
-`start()`, `stop(timeout)` and `parameter_changed(name, value)`; the node calls them.
+the callback groups, the namespaces of envs and robots, the periodic streams other parts
+add to, the clock-gap record, the lines ~/status adds, the warnings about outside input,
+the quit request. A part may have `start()`, `stop(timeout)` and
+`parameter_changed(name, value)`; the node calls them.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from metasim_ros.core.gaps import GapRecord
 from metasim_ros.core.scene.frames import FrameTree
 from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.ros.log_limit import LogLimit
+from metasim_ros.ros.namespaces import Placement
 from metasim_ros.ros.parameters import SimParameters
 
 #: Command inputs besides `joint_command_topic` (what a recording records of them).
@@ -80,6 +82,8 @@ class PartsNode(Node):
     before the parts are built)."""
 
     params: SimParameters
+    #: where each env's and robot's topics, inputs and actions go (ros/namespaces.py)
+    placement: Placement
     #: warnings about outside input: one line per cause per period
     warn_input: LogLimit
     groups: CallbackGroups
