@@ -255,14 +255,14 @@ class SimParameters:
     env_namespaces: bool = _p(
         False,
         "env i publishes its joint_states, world_state, TF (frames 'env_<i>/...' under one "
-        "world), sensors and contacts under /env_<i>/ and takes /env_<i>/joint_command, "
-        "/env_<i>/joint_trajectory and trajectory actions there (i counts from env_offset); "
-        "the services keep env_id",
+        "world), robot_description, cameras, sensors and contacts under /env_<i>/ and takes "
+        "/env_<i>/joint_command, /env_<i>/joint_trajectory and trajectory actions there (i "
+        "counts from env_offset); the services keep env_id",
     )
     env_offset: int = _p(
         0,
         "number of this node's env 0 in a fleet of nodes (its envs are /env_<env_offset + "
-        "i>/); ~/status reports it",
+        "i>/; metasim_ros.fleet reads it)",
         low=0,
         high=1_000_000,
     )

@@ -41,7 +41,7 @@ from metasim_ros.ros.inputs.joint_command import JointCommandSubscriber
 from metasim_ros.ros.inputs.joint_targets import JointTargets
 from metasim_ros.ros.inputs.trajectories import TrajectoryServer
 from metasim_ros.ros.log_limit import LogLimit
-from metasim_ros.ros.namespaces import Placement, clashes
+from metasim_ros.ros.namespaces import Place, Placement, clashes
 from metasim_ros.ros.parts import CallbackGroups, PartsNode
 from metasim_ros.ros.qos import SERVICE_QOS
 from metasim_ros.ros.services.recording import RecordingServices
@@ -222,6 +222,7 @@ class SimNode(PartsNode):
         with self.sim.locked() as h:
             models = ", ".join(m.name for m in h.models)
             envs, threads = h.num_envs, h.physics_threads
+            places = self.placement.robots([r.name for r in h.robots])
         scene = p.scene or "the embedded default scene"
         state = (
             "paused" if self.sim.paused else f"real-time factor {self.sim.loop.real_time_factor:g}"
@@ -229,13 +230,18 @@ class SimNode(PartsNode):
         self.get_logger().info(
             f"simulating {scene} ({models}), {envs} env(s) on {threads} "
             f"physics thread(s), {state}; publishing "
-            f"/clock, {self.resolve_topic_name('joint_states')}, "
-            f"{self.resolve_topic_name('~/world_state')}, /tf, "
+            f"/clock, {self._placed(places, 'joint_states')}, "
+            f"{self._placed(self.placement.envs(), '~/world_state')}, /tf, "
             f"{self.resolve_topic_name('~/scene_markers')}, cameras under "
             f"{self.get_fully_qualified_name()}/<camera>/ on "
             f"ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID', '0')}; "
             f"{parameters.startup_summary(p)}"
         )
+
+    def _placed(self, places: list[Place], topic: str) -> str:
+        """Where `topic` goes: its one name, or the first and last of its namespaces."""
+        names = [self.resolve_topic_name(p.name(topic)) for p in places] or ["(no robot)"]
+        return names[0] if len(names) == 1 else f"{names[0]} .. {names[-1]} ({len(names)})"
 
     def shutdown(self, timeout: float = 5.0) -> None:
         """End running steps and goals (SimulationAccess.close) and the model builder (a
