@@ -11,16 +11,22 @@ import xml.etree.ElementTree as ET
 import mujoco
 import numpy as np
 import pytest
+import rclpy
 from control_msgs.action import FollowJointTrajectory
 from metasim_msgs.msg import Contacts, ModelState, SensorReadings, WorldState
 from metasim_msgs.msg import JointState as MsJointState
 from metasim_msgs.srv import GetStates, SetStates, Step
 from rclpy.action import ActionClient
+from rclpy.context import Context
+from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Imu, JointState
 from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 from trajectory_msgs.msg import JointTrajectoryPoint
+
+from metasim_ros.ros.convert.states import ENVS_PER_HOLD
+from metasim_ros.ros.sim_node import SimNode
 
 ARM = """<mujoco model="ns_test">
   <option timestep="0.002"/>
@@ -289,3 +295,50 @@ def test_a_namespace_clash_is_refused_at_start_naming_it(start_node, client, tmp
     assert other.proc.returncode == 1
     assert "namespace clash" in other.output
     assert "/left/joint_states is published by /sim_node" in other.output
+
+
+def test_per_env_streams_go_out_a_few_envs_per_tick(tmp_path, client):
+    """Every per-env stream (here joint_states, world_state and /tf of 16 envs, all read)
+    goes out in rounds: one tick of the physics thread never publishes more than
+    ENVS_PER_HOLD per-env messages in all, and every env's message of each stream comes.
+    The node runs in this process (own context) so its ticks can be watched."""
+    context = Context()
+    rclpy.init(context=context)
+    envs = 16
+    overrides = [
+        Parameter("num_envs", value=envs),
+        Parameter("env_namespaces", value=True),
+        Parameter("paused", value=True),
+        Parameter("snapshot_dir", value=str(tmp_path)),
+    ]
+    node = SimNode(context=context, parameter_overrides=overrides)
+    per_tick: list[list[tuple[str, int]]] = []
+
+    def watch(what: str, value: object) -> None:
+        if what == "tick":
+            per_tick.append([])
+        elif what in ("joint_states", "world_state", "tf") and per_tick:
+            per_tick[-1].append((what, value))
+
+    node.streams.observer = watch
+    readers = [client.node.create_subscription(TFMessage, "/tf", id, 10)]
+    for e in range(envs):
+        readers.append(
+            client.node.create_subscription(JointState, f"/env_{e}/joint_states", id, 10)
+        )
+        readers.append(client.node.create_subscription(WorldState, f"/env_{e}/world_state", id, 10))
+
+    def seen() -> set[tuple[str, int]]:
+        return {item for tick in per_tick for item in tick}
+
+    try:
+        node.start()
+        every = {(s, e) for s in ("joint_states", "world_state", "tf") for e in range(envs)}
+        client.spin_until(lambda: every <= seen(), 60.0, "every env's message of every stream")
+    finally:
+        for reader in readers:
+            client.node.destroy_subscription(reader)
+        node.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown(context=context)
+    assert max(map(len, per_tick)) == ENVS_PER_HOLD

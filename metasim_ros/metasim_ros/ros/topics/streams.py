@@ -330,9 +330,10 @@ class Streams:
             s.publish(k, reading)
 
     def _sweep(self, h: MujocoHandler) -> list[tuple[_Stream, int, Any]]:
-        """The next items of the rounds under way, one round after another, at most
-        ENVS_PER_HOLD read: one tick never publishes more, so /clock and physics are not
-        held up by many envs. Items nobody reads (read gives None) do not count."""
+        """The next items of the rounds under way, one of each in turn (each tick starting
+        with the next round), at most ENVS_PER_HOLD read: one tick never publishes more,
+        so /clock and physics are not held up by many envs. Items nobody reads (read gives
+        None) do not count."""
         out: list[tuple[_Stream, int, Any]] = []
         while self._sweeps and len(out) < ENVS_PER_HOLD:
             for sw in list(self._sweeps):
@@ -347,4 +348,5 @@ class Streams:
                         break
                 if sw.next >= sw.total:
                     self._sweeps.remove(sw)
+        self._sweeps = self._sweeps[1:] + self._sweeps[:1]  # the next tick starts with another
         return out
