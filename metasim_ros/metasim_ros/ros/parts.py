@@ -29,7 +29,7 @@ from metasim_ros.core.gaps import GapRecord
 from metasim_ros.core.scene.frames import FrameTree
 from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.ros.log_limit import LogLimit
-from metasim_ros.ros.namespaces import Placement
+from metasim_ros.ros.namespaces import Place, Placement
 from metasim_ros.ros.parameters import SimParameters
 
 #: Command inputs besides `joint_command_topic` (what a recording records of them).
@@ -37,9 +37,13 @@ JOINT_TARGETS_TOPIC = "~/joint_targets"
 JOINT_TRAJECTORY_TOPIC = "~/joint_trajectory"
 
 
-def input_topics(params: SimParameters) -> list[str]:
-    """Every topic the node takes commands from."""
-    return [params.joint_command_topic, JOINT_TARGETS_TOPIC, JOINT_TRAJECTORY_TOPIC]
+def input_topics(params: SimParameters, places: list[Place]) -> list[str]:
+    """Every topic the node takes commands from: the command and trajectory topics in
+    each of `places` (ros/namespaces.py), and ~/joint_targets."""
+    placed = [
+        p.name(t) for p in places for t in (params.joint_command_topic, JOINT_TRAJECTORY_TOPIC)
+    ]
+    return [*placed, JOINT_TARGETS_TOPIC]
 
 
 class CallbackGroups:
