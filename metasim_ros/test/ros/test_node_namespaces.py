@@ -15,13 +15,15 @@ import rclpy
 from control_msgs.action import FollowJointTrajectory
 from metasim_msgs.msg import Contacts, ModelState, SensorReadings, WorldState
 from metasim_msgs.msg import JointState as MsJointState
-from metasim_msgs.srv import GetStates, SetStates, Step
+from metasim_msgs.srv import GetStates, SetStates, StartRecording, Step
 from rclpy.action import ActionClient
 from rclpy.context import Context
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import CameraInfo, Imu, JointState
 from std_msgs.msg import String
+from std_srvs.srv import Trigger
 from tf2_msgs.msg import TFMessage
 from trajectory_msgs.msg import JointTrajectoryPoint
 
@@ -342,3 +344,34 @@ def test_per_env_streams_go_out_a_few_envs_per_tick(tmp_path, client):
         node.destroy_node()
         rclpy.try_shutdown(context=context)
     assert max(map(len, per_tick)) == ENVS_PER_HOLD
+
+
+def test_a_recording_keeps_each_env_s_commands(start_node, client, tmp_path):
+    """The command topics of every namespace are what a recording taps (and never
+    republishes): a command on /env_1/joint_command is in the episode's bag."""
+    rosbags = pytest.importorskip("rosbags.rosbag2", reason="rosbags is not installed")
+    rec = tmp_path / "recordings"
+    params = {"num_envs": 2, "env_namespaces": True, "paused": True, "recordings_dir": str(rec)}
+    start_node(params).wait_serving(client)
+    res = client.call(
+        StartRecording, "/sim_node/start_recording", StartRecording.Request(folder="ep")
+    )
+    assert res.success, res.message
+    pub = client.node.create_publisher(JointState, "/env_1/joint_command", 10)
+    try:  # the node's input and the recording's tap
+        client.spin_until(lambda: pub.get_subscription_count() >= 2, 20.0, "both readers")
+        pub.publish(JointState(name=["panda_joint1"], position=[0.3]))
+        wait_target(client, 1, "franka", "panda_joint1", 0.3)
+    finally:
+        client.node.destroy_publisher(pub)
+    client.call(Step, "/sim_node/step", Step.Request(steps=5))
+    res = client.call(Trigger, "/sim_node/stop_recording", Trigger.Request())
+    assert res.success, res.message
+    with rosbags.Reader(rec / "ep" / "bag") as bag:
+        topics = {c.topic: c for c in bag.connections}
+        assert "/env_1/joint_command" in topics, sorted(topics)
+        sent = [
+            deserialize_message(d, JointState)
+            for _, _, d in bag.messages([topics["/env_1/joint_command"]])
+        ]
+    assert [(list(m.name), list(m.position)) for m in sent] == [(["panda_joint1"], [0.3])]
