@@ -286,6 +286,39 @@ def test_each_robot_has_its_own_namespace_and_tf_stays_one_tree(two_arms, client
         action.destroy()
 
 
+def test_env_and_robot_namespaces_together(start_node, client, tmp_path):
+    scene = tmp_path / "two_arms.xml"
+    scene.write_text(TWO_ARMS)
+    params = {
+        "scene": str(scene),
+        "num_envs": 2,
+        "env_namespaces": True,
+        "robot_namespaces": True,
+        "paused": True,
+    }
+    start_node(params).wait_serving(client)
+    left = client.wait_for_message(JointState, "/env_1/left/joint_states")
+    assert list(left.name) == ["left_j1"]
+    description = client.wait_for_message(String, "/env_0/left/robot_description", qos=LATCHED)
+    links = {link.get("name") for link in ET.fromstring(description.data).iter("link")}
+    assert "left_link1" in links and "right_link1" not in links
+    pub = client.node.create_publisher(JointState, "/env_1/right/joint_command", 10)
+    try:
+        client.spin_until(lambda: pub.get_subscription_count() > 0, 20.0, "the command topic")
+        pub.publish(JointState(name=["right_j1"], position=[0.2]))
+        wait_target(client, 1, "right", "right_j1", 0.2)
+    finally:
+        client.node.destroy_publisher(pub)
+    assert target(client, 0, "right", "right_j1") == 0.0  # env 0 was not commanded
+    assert target(client, 1, "left", "left_j1") == 0.0  # nor env 1's other robot
+    name = "/env_1/right/right_controller/follow_joint_trajectory"
+    action = ActionClient(client.node, FollowJointTrajectory, name)
+    try:
+        client.spin_until(action.server_is_ready, 20.0, name)
+    finally:
+        action.destroy()
+
+
 def test_a_namespace_clash_is_refused_at_start_naming_it(start_node, client, tmp_path):
     scene = tmp_path / "two_arms.xml"
     scene.write_text(TWO_ARMS)
