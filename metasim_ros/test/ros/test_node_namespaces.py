@@ -22,6 +22,8 @@ from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import CameraInfo, Imu, JointState
+from simulation_interfaces.msg import Result as SimResult
+from simulation_interfaces.srv import SpawnEntity
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 from tf2_msgs.msg import TFMessage
@@ -284,6 +286,35 @@ def test_each_robot_has_its_own_namespace_and_tf_stays_one_tree(two_arms, client
         client.spin_until(action.server_is_ready, 20.0, "left's trajectory action")
     finally:
         action.destroy()
+
+
+SPAWNED_ARM = """<mujoco><worldbody><body name="arm"><joint name="hinge" axis="0 0 1"/>
+  <geom type="capsule" fromto="0 0 0 0.2 0 0" size="0.02" mass="0.5"/>
+</body></worldbody><actuator><position name="servo" joint="hinge" kp="20" kv="2"/>
+</actuator></mujoco>"""
+
+
+def test_a_spawned_robot_gets_its_namespace(two_arms, client):
+    req = SpawnEntity.Request(name="third")
+    req.entity_resource.resource_string = SPAWNED_ARM
+    res = client.call(SpawnEntity, "/sim_node/spawn_entity", req)
+    assert res.result.result == SimResult.RESULT_OK, res.result.error_message
+    states = client.call(GetStates, "/sim_node/get_states", GetStates.Request()).states
+    third = next(m for m in states[0].model_states if m.name == "third")
+    joints = [j.name for j in third.joint_states]
+    msg = client.wait_for_message(JointState, "/third/joint_states")
+    assert list(msg.name) == joints
+    left = client.wait_for_message(JointState, "/left/joint_states")
+    assert list(left.name) == ["left_j1"]
+    description = client.wait_for_message(String, "/third/robot_description", qos=LATCHED)
+    assert "left_link1" not in description.data
+    pub = client.node.create_publisher(JointState, "/third/joint_command", 10)
+    try:
+        client.spin_until(lambda: pub.get_subscription_count() > 0, 20.0, "the command topic")
+        pub.publish(JointState(name=joints, position=[0.3]))
+        wait_target(client, 0, "third", joints[0], 0.3)
+    finally:
+        client.node.destroy_publisher(pub)
 
 
 def test_env_and_robot_namespaces_together(start_node, client, tmp_path):

@@ -307,6 +307,7 @@ class Streams:
         with self._sim.locked() as h:
             if h.model_version != self._layout.version:
                 self._layout, rebuilt = _Layout(h, self.placement), True
+                self._joint_publishers()  # before a round counts them (a robot may be new)
                 self._sweeps = []  # rounds of the old model end; the next ones start anew
                 for follow in self._followers:
                     follow(h, self._layout.tree)
@@ -320,7 +321,6 @@ class Streams:
             for s in due:
                 self.observer("read", s.name)
         if rebuilt:
-            self._joint_publishers()
             self._static_pub.publish(self._layout.static_tf)
         for s, reading in zip(single, readings):
             s.publish(reading)
