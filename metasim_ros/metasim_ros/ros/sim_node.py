@@ -233,7 +233,7 @@ class SimNode(PartsNode):
             f"/clock, {self._placed(places, 'joint_states')}, "
             f"{self._placed(self.placement.envs(), '~/world_state')}, /tf, "
             f"{self.resolve_topic_name('~/scene_markers')}, cameras under "
-            f"{self.get_fully_qualified_name()}/<camera>/ on "
+            f"{self._placed(self.placement.envs(), '~/CAMERA').replace('CAMERA', '<camera>/')} on "
             f"ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID', '0')}; "
             f"{parameters.startup_summary(p)}"
         )
