@@ -21,7 +21,7 @@ from rclpy.context import Context
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
-from sensor_msgs.msg import CameraInfo, Imu, JointState
+from sensor_msgs.msg import CameraInfo, Image, Imu, JointState
 from simulation_interfaces.msg import Result as SimResult
 from simulation_interfaces.srv import SpawnEntity
 from std_msgs.msg import String
@@ -84,6 +84,8 @@ TWO_ARMS = """<mujoco model="two_arms">
 LATCHED = QoSProfile(
     depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
 )
+#: camera image size (small: rendered on the CPU)
+WIDTH, HEIGHT = 64, 48
 #: env 1's joint positions in the tests (env 0 keeps the scene's: zeros)
 POSE_1 = {"j1": 0.5, "j2": -0.3}
 
@@ -137,7 +139,14 @@ def wait_target(client, env_id: int, model: str, joint: str, value: float) -> No
 def env_node(start_node, client, tmp_path):
     scene = tmp_path / "arm.xml"
     scene.write_text(ARM)
-    params = {"scene": str(scene), "num_envs": 2, "env_namespaces": True, "paused": True}
+    params = {
+        "scene": str(scene),
+        "num_envs": 2,
+        "env_namespaces": True,
+        "paused": True,
+        "camera_width": WIDTH,
+        "camera_height": HEIGHT,
+    }
     node = start_node(params).wait_serving(client)
     res = client.call(
         SetStates,
@@ -196,6 +205,15 @@ def test_each_env_publishes_its_own_state_under_its_namespace(env_node, client):
     info = client.wait_for_message(CameraInfo, "/env_1/cam/camera_info")
     assert info.header.frame_id == "env_1/cam_optical_frame"
     assert parents["env_1/cam_optical_frame"] == "env_1/cam"
+    # and each env's depth image is its own scene, as MuJoCo's renderer draws it
+    for env, (mm, dd) in ((0, (zero_m, zero_d)), (1, (m, d))):
+        image = client.wait_for_message(Image, f"/env_{env}/cam/depth/image_raw")
+        depth = np.frombuffer(bytes(image.data), np.float32).reshape(HEIGHT, WIDTH)
+        with mujoco.Renderer(mm, HEIGHT, WIDTH) as renderer:
+            renderer.enable_depth_rendering()
+            renderer.update_scene(dd, camera="cam")
+            expected = renderer.render()
+        np.testing.assert_allclose(depth, expected, rtol=1e-4, err_msg=f"env {env}")
 
 
 def test_each_env_takes_its_own_commands_and_trajectories(env_node, client):
