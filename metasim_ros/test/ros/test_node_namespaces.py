@@ -201,6 +201,8 @@ def test_each_env_publishes_its_own_state_under_its_namespace(env_node, client):
     # contacts: the cube on the floor, in each env
     contacts = client.wait_for_message(Contacts, "/env_1/contacts")
     assert {c.body1 for c in contacts.contacts} | {c.body2 for c in contacts.contacts} >= {"cube"}
+    got = sorted((p.position.x, p.position.y, p.position.z) for p in contacts.contacts)
+    np.testing.assert_allclose(got, sorted(map(tuple, d.contact.pos[: d.ncon])), atol=1e-12)
     # cameras: each env's camera_info in its own optical frame
     info = client.wait_for_message(CameraInfo, "/env_1/cam/camera_info")
     assert info.header.frame_id == "env_1/cam_optical_frame"
