@@ -27,7 +27,7 @@ from simulation_interfaces.srv import SpawnEntity
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 from tf2_msgs.msg import TFMessage
-from trajectory_msgs.msg import JointTrajectoryPoint
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from metasim_ros.ros.convert.states import ENVS_PER_HOLD
 from metasim_ros.ros.sim_node import SimNode
@@ -251,6 +251,24 @@ def test_each_env_takes_its_own_commands_and_trajectories(env_node, client):
     finally:
         action.destroy()
     assert target(client, 1, "arm", "j1") == 0.4
+    assert target(client, 0, "arm", "j1") == before
+    # /env_1/joint_trajectory: a trajectory for env 1 alone, in sim time
+    pub = client.node.create_publisher(JointTrajectory, "/env_1/joint_trajectory", 10)
+    try:
+        client.spin_until(lambda: pub.get_subscription_count() > 0, 20.0, "the trajectory topic")
+        point = JointTrajectoryPoint(positions=[-0.2])
+        point.time_from_start.nanosec = 20_000_000
+        pub.publish(JointTrajectory(joint_names=["j1"], points=[point]))
+        client.spin_until(
+            lambda: (
+                client.call(Step, "/sim_node/step", Step.Request(steps=10)),
+                target(client, 1, "arm", "j1") == -0.2,
+            )[1],
+            20.0,
+            "env 1's trajectory to end",
+        )
+    finally:
+        client.node.destroy_publisher(pub)
     assert target(client, 0, "arm", "j1") == before
 
 
