@@ -252,6 +252,26 @@ class SimParameters:
         high=1024,
     )
     robots: list[str] = _p([], "model names to treat as robots; empty = every model with actuators")
+    env_namespaces: bool = _p(
+        False,
+        "env i publishes its joint_states, world_state, TF (frames 'env_<i>/...' under one "
+        "world), robot_description, cameras, sensors and contacts under /env_<i>/ and takes "
+        "/env_<i>/joint_command, /env_<i>/joint_trajectory and trajectory actions there (i "
+        "counts from env_offset); the services keep env_id",
+    )
+    env_offset: int = _p(
+        0,
+        "number of this node's env 0 in a fleet of nodes (its envs are /env_<env_offset + "
+        "i>/; metasim_ros.fleet reads it)",
+        low=0,
+        high=1_000_000,
+    )
+    robot_namespaces: bool = _p(
+        False,
+        "each robot's joint_states, joint_command, joint_trajectory, trajectory actions and "
+        "robot_description go under /<robot>/ (under /env_<i>/ with env_namespaces); TF "
+        "stays one tree",
+    )
     paused: bool = _p(
         False,
         "pause the simulation (at start-up or by setting it; ~/step advances a paused simulation)",

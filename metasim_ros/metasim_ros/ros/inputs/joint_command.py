@@ -9,6 +9,8 @@ are resolved through the robots' command-interface map (core.control.interfaces)
 with one, else what drives each joint in MuJoCo. NaN = no command (the joint holds its
 last one). A message that does not resolve is refused whole, with one throttled line.
 The core routes each joint's command to what drives it (core.control.commands).
+With env or robot namespaces, /env_<i>/joint_command commands env i and
+/<robot>/joint_command that robot's joints only.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from metasim_ros.core.paths import os_problem
 from metasim_ros.core.scene.urdf import original_urdf
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.ros.convert.commands import commands_from_joint_state
+from metasim_ros.ros.namespaces import Place
 from metasim_ros.ros.parameters import SimParameters
 from metasim_ros.ros.parts import PartsNode
 
@@ -52,52 +55,63 @@ def _tag_of_file(path: str) -> CommandInterfaces:
 
 
 class JointCommandSubscriber:
-    """Subscribes the command topic; every message goes to every environment."""
+    """Subscribes the command topic: one for every env, or one per env and robot
+    namespace (ros/namespaces.py), each commanding its env and its robot's joints."""
 
     def __init__(self, node: PartsNode, sim: SimulationAccess, params: SimParameters) -> None:
+        self._node = node
         self._sim = sim
         self._warn = node.warn_input  # refused commands: one line per cause per period
-        topic = params.joint_command_topic
-        self._topic = node.resolve_topic_name(topic)
+        self._placement = node.placement
+        self._topic = params.joint_command_topic
+        self._subs: dict[str, object] = {}  # topic -> subscription (kept while the node runs)
         self._given = _tag_of_file(params.ros2_control_urdf) if params.ros2_control_urdf else None
-        self._joints = 0  # the scene's joints (a message naming more is refused unread)
         self._interfaces = CommandInterfaces({}, "no model yet")
+        # its own group: a command never queues behind a service callback in the executor
+        self._group = MutuallyExclusiveCallbackGroup()
+        self._joints = 0  # the scene's joints (a message naming more is refused unread)
         sim.follow_model(
             lambda h: (
                 h.model.njnt,
                 h.scene_path,
                 derived_interfaces(h.model, h.robots, h.control_layout),
+                [r.name for r in h.robots],
             ),
             self._follow,
         )
-        # its own group: a command never queues behind a service callback in the executor
-        node.create_subscription(
-            JointState,
-            topic,
-            self._on_command,
-            10,
-            callback_group=MutuallyExclusiveCallbackGroup(),
-        )
 
-    def _follow(self, taken: tuple[int, str | None, CommandInterfaces]) -> None:
-        """The map for the new model (its file read here, not under the lock): the given
-        tag, else the scene's when it is a URDF with one, else the derived one."""
-        self._joints, scene_path, derived = taken
+    def _follow(self, taken: tuple[int, str | None, CommandInterfaces, list[str]]) -> None:
+        """The new model's joint count and command-interface map (its file read here, not
+        under the lock: the given tag, else the scene's when it is a URDF with one, else
+        the derived one), and a subscription for each new place (a robot that appeared)."""
+        self._joints, scene_path, derived, robots = taken
         if self._given is not None:
             self._interfaces = self._given
-            return
-        try:
-            text = original_urdf(scene_path)
-        except OSError:  # the scene file went away since it was loaded
-            text = None
-        found = from_ros2_control(text, scene_path) if text is not None else None
-        self._interfaces = found if found is not None else derived
+        else:
+            try:
+                text = original_urdf(scene_path)
+            except OSError:  # the scene file went away since it was loaded
+                text = None
+            found = from_ros2_control(text, scene_path) if text is not None else None
+            self._interfaces = found if found is not None else derived
+        for place in self._placement.robots(robots):
+            topic = place.name(self._topic)
+            if topic not in self._subs:
+                self._subs[topic] = self._node.create_subscription(
+                    JointState,
+                    topic,
+                    lambda msg, place=place: self._on_command(msg, place),
+                    10,
+                    callback_group=self._group,
+                )
 
-    def _on_command(self, msg: JointState) -> None:
+    def _on_command(self, msg: JointState, place: Place) -> None:
         try:
             commands = commands_from_joint_state(msg, self._joints, self._interfaces)
             if commands:
                 with self._sim.locked() as h:
-                    h.command(commands)
+                    place.check_joints(commands, h.robot_of_joint, "joint_command")
+                    h.command(commands, place.envs)
         except RequestError as exc:
-            self._warn(f"joint_command {type(exc).__name__}", f"{self._topic} ignored: {exc}")
+            topic = self._node.resolve_topic_name(place.name(self._topic))
+            self._warn(f"joint_command {type(exc).__name__}", f"{topic} ignored: {exc}")

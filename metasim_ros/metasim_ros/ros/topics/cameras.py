@@ -62,15 +62,16 @@ class _CameraPublishers:
 
     KINDS = ((Image, "image_raw"), (Image, "depth/image_raw"), (CameraInfo, "camera_info"))
 
-    def __init__(self, node: Node, name: str) -> None:
+    def __init__(self, node: Node, base: str) -> None:
+        """base: the camera's topic namespace (`~/<camera>`, or `/env_<i>/<camera>`)."""
         self._node = node
-        self._name = name
+        self._base = base
         self.pubs: list[Publisher] = [self._create(i) for i in range(len(self.KINDS))]
         self._held = [False] * len(self.KINDS)  # has published since it was created
 
     def _create(self, index: int) -> Publisher:
         kind, topic = self.KINDS[index]
-        return self._node.create_publisher(kind, f"~/{self._name}/{topic}", IMAGE_QOS)
+        return self._node.create_publisher(kind, f"{self._base}/{topic}", IMAGE_QOS)
 
     def readers(self) -> list[bool]:
         """Whether someone reads each topic now (rgb, depth, info; ~1 us each)."""
@@ -104,8 +105,9 @@ class _CameraTopics:
         width: int,
         height: int,
         frame: str,
+        env: int,
     ) -> None:
-        self.cam_id, self.pubs = cam_id, pubs
+        self.cam_id, self.pubs, self.env = cam_id, pubs, env
         big = int(sys.byteorder == "big")
         # check_fields: the data setter then takes an array as it is (else it copies it)
         self.rgb = Image(
@@ -153,7 +155,8 @@ class _CameraTopics:
 
 
 class CameraStreamer:
-    """Renders environment 0's cameras at `camera_rate` for the cameras someone watches.
+    """Renders environment 0's cameras at `camera_rate` for the cameras someone watches
+    (every env's, each under its namespace, with env_namespaces).
 
     Follows model changes in its own thread: when the model version changes it rebuilds
     its topics (a camera's publishers stay while its name does), its MjData copy and its
@@ -165,7 +168,8 @@ class CameraStreamer:
         self._sim = sim
         self._params = params
         self._log_error = node.get_logger().error
-        self._pubs: dict[str, _CameraPublishers] = {}
+        self._placement = node.placement
+        self._pubs: dict[str, _CameraPublishers] = {}  # by topic namespace
         self._topics: list[_CameraTopics] = []
         self._renderer: CameraRenderer | None = None
         self._frame: _Frame | None = None
@@ -180,17 +184,30 @@ class CameraStreamer:
         called with the simulation held."""
         model, p = h.model, self._params
         self._version = h.model_version
-        names = list(h.cameras)
-        frames = FrameTree(model, p.frame_prefix).optical_frames
-        for gone in set(self._pubs) - set(names):
+        names, place = list(h.cameras), self._placement
+        topics: list[_CameraTopics] = []
+        bases = set()
+        for env in place.envs():
+            frames = FrameTree(model, place.frame_prefix(env.env), place.world).optical_frames
+            for c, name in enumerate(names):
+                base = env.name(f"~/{name}")
+                bases.add(base)
+                if base not in self._pubs:
+                    self._pubs[base] = _CameraPublishers(self._node, base)
+                topics.append(
+                    _CameraTopics(
+                        self._pubs[base],
+                        model,
+                        c,
+                        p.camera_width,
+                        p.camera_height,
+                        frames[c],
+                        env.env or 0,
+                    )
+                )
+        for gone in set(self._pubs) - bases:
             self._pubs.pop(gone).destroy()
-        for name in names:
-            if name not in self._pubs:
-                self._pubs[name] = _CameraPublishers(self._node, name)
-        self._topics = [
-            _CameraTopics(self._pubs[name], model, c, p.camera_width, p.camera_height, frames[c])
-            for c, name in enumerate(names)
-        ]
+        self._topics = topics
         self._model = model
         self._copy = mujoco.MjData(model)
         self._release()  # its GL context belongs to this (camera) thread
@@ -246,11 +263,18 @@ class CameraStreamer:
             pubs.release_unread()
 
     def _publish(self, wanted: list[tuple[_CameraTopics, list[bool]]]) -> None:
-        with self._sim.locked() as h:
-            if h.model_version != self._version:  # changed since the topics were chosen
-                self._follow(h)
+        """Each env's cameras read, from one copy of that env (taken under the lock)."""
+        for env in sorted({t.env for t, _ in wanted}):
+            if not self._publish_env(env, [(t, read) for t, read in wanted if t.env == env]):
                 return
-            h.copy_synced(0, self._copy)
+
+    def _publish_env(self, env: int, wanted: list[tuple[_CameraTopics, list[bool]]]) -> bool:
+        """False when the model changed since the topics were chosen (then followed)."""
+        with self._sim.locked() as h:
+            if h.model_version != self._version:
+                self._follow(h)
+                return False
+            h.copy_synced(env, self._copy)
         frame = None
         if any(read[0] or read[1] for _, read in wanted):
             frame = self._frame_buffers()
