@@ -53,6 +53,7 @@ from metasim_ros.ros.topics.contacts import ContactTopics
 from metasim_ros.ros.topics.rviz import RvizTopics
 from metasim_ros.ros.topics.sensors import SensorTopics
 from metasim_ros.ros.topics.streams import Streams
+from metasim_ros.ros.topics.web import Viewers
 
 #: The physics thread releases the GIL inside every mj_step; with Python's default 5 ms
 #: switch interval it then waits behind any busy callback thread for up to that long.
@@ -93,6 +94,7 @@ PARTS: tuple[type, ...] = (
     WrenchServices,
     SimInterfaces,
     RecordingServices,
+    Viewers,
 )
 
 
