@@ -13,7 +13,9 @@ import base64
 import io
 import itertools
 import json
+import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -47,8 +49,12 @@ def find_chromium() -> str | None:
 class Browser:
     """One headless Chromium process with one page (tab), and its DevTools session."""
 
-    def __init__(self, executable: str, timeout: float = 30.0) -> None:
-        self._profile = tempfile.TemporaryDirectory(prefix="metasim_chromium_")
+    def __init__(self, executable: str, timeout: float = 120.0) -> None:
+        """timeout: seconds one DevTools command may take (a screenshot of a WebGL page
+        rendered on the CPU took 36 s on a loaded 2-core machine)."""
+        self._profile = tempfile.TemporaryDirectory(
+            prefix="metasim_chromium_", ignore_cleanup_errors=True
+        )
         self._timeout = timeout
         self._ids = itertools.count(1)
         self.proc = subprocess.Popen(
@@ -154,11 +160,11 @@ class Browser:
         ws = getattr(self, "_ws", None)
         if ws is not None:
             ws.close()
-        if self.proc.poll() is None:
-            self.proc.terminate()
+        if self.proc.poll() is None:  # its helpers (renderer, GPU) are in its group
+            os.killpg(self.proc.pid, signal.SIGTERM)
             try:
                 self.proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
+                os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(timeout=5)
         self._profile.cleanup()

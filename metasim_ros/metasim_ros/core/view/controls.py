@@ -7,6 +7,7 @@ has no ROS reply to carry an error, and an exception must never reach its server
 
 from __future__ import annotations
 
+import threading
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +21,8 @@ from metasim_ros.core.text import bounded, log_block
 
 #: The operations a viewer may call, by name (the Foxglove services are named after them).
 OPERATIONS = ("pause", "resume", "step", "reset", "save_snapshot", "load_snapshot")
+#: Operations that never wait for another: they end a running step.
+UNQUEUED = ("pause", "resume")
 
 
 class Settings(Protocol):
@@ -40,12 +43,25 @@ class RunControls:
         self._sim = sim
         self._settings = settings
         self._log_error = log_error
+        self._busy = threading.Lock()
 
     def call(self, operation: str, argument: str | int | None = None) -> tuple[bool, str]:
         """Run one operation; (success, what happened). `argument`: the steps of `step`,
-        the file (inside snapshot_dir) of the snapshot operations. A request error (bad
-        input, refused path, the simulation running when asked to step) is answered with
-        its message; any other exception is logged with its traceback."""
+        the file (inside snapshot_dir) of the snapshot operations. Pause and resume always
+        run (they end a running step); the others one at a time, whichever viewer asks:
+        one asked meanwhile is refused. A request error (bad input, refused path, the
+        simulation running when asked to step) is answered with its message; any other
+        exception is logged with its traceback."""
+        if operation in UNQUEUED:
+            return self._run(operation, argument)
+        if not self._busy.acquire(blocking=False):
+            return False, "another operation is still running"
+        try:
+            return self._run(operation, argument)
+        finally:
+            self._busy.release()
+
+    def _run(self, operation: str, argument: str | int | None) -> tuple[bool, str]:
         try:
             if operation not in OPERATIONS:
                 raise RequestError(

@@ -19,6 +19,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import foxglove
 import numpy as np
@@ -189,7 +190,8 @@ class FoxgloveView:
         self._view: ViewModel | None = None
         self._resend_scene = threading.Event()
         self._mutex = threading.Lock()  # the scene and the image channels change together
-        self._busy = threading.Lock()  # one operation at a time (pause and resume excepted)
+        #: where service calls run: one running operation and a pause that ends it
+        self._workers = ThreadPoolExecutor(max_workers=2, thread_name_prefix="foxglove_call")
         schema = ServiceSchema(
             "metasim_ros.Control",
             request=MessageSchema(
@@ -253,36 +255,34 @@ class FoxgloveView:
         self._thread.join(timeout)
         self._feed.stop(max(0.0, deadline - time.monotonic()))
         self._server.stop()
+        self._workers.shutdown(wait=False, cancel_futures=True)
 
     # -- services ---------------------------------------------------------------------
     def _service(self, operation: str) -> Callable[[ServiceRequest], bytes]:
         def handle(request: ServiceRequest) -> bytes:
-            """Parse the JSON request, run the operation, answer JSON. A request that
-            cannot be parsed raises: the SDK answers it as a failed call, naming why."""
-            payload = request.payload
-            if len(payload) > MAX_REQUEST_BYTES:
-                raise ValueError(
-                    f"request of {len(payload)} bytes refused (at most {MAX_REQUEST_BYTES})"
-                )
-            try:
-                args = json.loads(payload or b"{}")
-            except (ValueError, UnicodeDecodeError) as exc:
-                raise ValueError(f"malformed JSON request: {bounded(str(exc))}") from None
-            if not isinstance(args, dict):
-                raise ValueError("the request must be a JSON object")
-            argument = args.get("steps") if operation == "step" else args.get("path")
-            if operation in ("pause", "resume"):
-                ok, text = self._controls.call(operation, argument)
-            elif not self._busy.acquire(blocking=False):
-                ok, text = False, "another operation is still running"
-            else:
-                try:
-                    ok, text = self._controls.call(operation, argument)
-                finally:
-                    self._busy.release()
-            return json.dumps({"success": ok, "message": text}).encode()
+            """In the SDK's thread: hand the call to a thread of ours and wait for it. The
+            SDK's threads have small stacks, too small for an HDF5 save (it crashed the
+            process)."""
+            return self._workers.submit(self._answer, operation, request.payload).result()
 
         return handle
+
+    def _answer(self, operation: str, payload: bytes) -> bytes:
+        """Parse the JSON request, run the operation, answer JSON. A request that cannot
+        be parsed raises: the SDK answers it as a failed call, naming why."""
+        if len(payload) > MAX_REQUEST_BYTES:
+            raise ValueError(
+                f"request of {len(payload)} bytes refused (at most {MAX_REQUEST_BYTES})"
+            )
+        try:
+            args = json.loads(payload or b"{}")
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ValueError(f"malformed JSON request: {bounded(str(exc))}") from None
+        if not isinstance(args, dict):
+            raise ValueError("the request must be a JSON object")
+        argument = args.get("steps") if operation == "step" else args.get("path")
+        ok, text = self._controls.call(operation, argument)
+        return json.dumps({"success": ok, "message": text}).encode()
 
     # -- channels ---------------------------------------------------------------------
     def subscribed(self, channel: ChannelView) -> None:

@@ -106,7 +106,6 @@ class WebView:
         self._nodes: list[viser.SceneNodeHandle] = []
         self._sent_pos = np.zeros((0, 3))
         self._sent_quat = np.zeros((0, 4))
-        self._busy = threading.Lock()  # one operation of the page at a time (pause excepted)
         self._build_gui()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._frames, name="web_frames", daemon=True)
@@ -151,22 +150,13 @@ class WebView:
             button.on_click(lambda _event, op=operation: self._operate(op))
 
     def _operate(self, operation: str) -> None:
-        """A button: run its operation (in viser's thread pool). Pause and resume always
-        run (they end a running step); others one at a time, a click meanwhile refused."""
-        if operation in ("pause", "resume"):
-            ok, text = self._controls.call(operation)
-        elif not self._busy.acquire(blocking=False):
-            ok, text = False, "another operation is still running"
-        else:
-            try:
-                argument = {
-                    "step": lambda: int(self._steps.value),
-                    "save_snapshot": lambda: str(self._file.value),
-                    "load_snapshot": lambda: str(self._file.value),
-                }.get(operation, lambda: None)()
-                ok, text = self._controls.call(operation, argument)
-            finally:
-                self._busy.release()
+        """A button: run its operation (in viser's thread pool) with the page's inputs."""
+        argument = {
+            "step": lambda: int(self._steps.value),
+            "save_snapshot": lambda: str(self._file.value),
+            "load_snapshot": lambda: str(self._file.value),
+        }.get(operation, lambda: None)()
+        ok, text = self._controls.call(operation, argument)
         label = operation.replace("_", " ")
         self._said.content = f"{label}: {text}" if ok else f"**{label} refused**: {text}"
 
