@@ -119,8 +119,10 @@ class Browser:
         self.page("Page.navigate", url=url)
 
     def evaluate(self, expression: str) -> Any:
-        """A JavaScript expression's value in the page."""
-        result = self.page("Runtime.evaluate", expression=expression, returnByValue=True)
+        """A JavaScript expression's value in the page (a promise's, once it settles)."""
+        result = self.page(
+            "Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True
+        )
         if "exceptionDetails" in result:
             raise RuntimeError(f"{expression}: {result['exceptionDetails']}")
         return result["result"].get("value")
