@@ -2,13 +2,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """The web page's cost and frame rate: the default scene simulated as fast as possible
 (real_time_factor 0) with the page on (core/view/web.py), physics steps per second
-measured with no browser, with one headless Chromium showing the page, and with one
-plain WebSocket client taking everything the page sends without drawing it (the
-page's own cost, without a browser's on the same cores), in alternating windows (the
-machine is shared: alternation spreads other load over all three). Also the frames the
-page sent per second and the frames the browser drew per second (requestAnimationFrame:
-on a machine without a GPU, Chromium draws WebGL on the CPU, on the cores the physics
-runs on).
+measured with no browser and with one headless Chromium showing the page, in
+alternating windows (the machine is shared: alternation spreads other load over both).
+Also the frames the page sent per second and the frames the browser drew per second
+(requestAnimationFrame: on a machine without a GPU, Chromium draws WebGL on the CPU, on
+the cores the physics runs on).
 
 Target: physics with one browser >= 0.9 of without; >= 20 frames/s.
 Run with `make bench`, or: python bench/bench_web.py [WINDOW_SECONDS] [ROUNDS]
@@ -18,7 +16,6 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -26,8 +23,6 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent / "metasim_ros"), str(HERE.parent / "metasim_ros" / "test")]
 os.environ.setdefault("MUJOCO_GL", "egl")
 
-import viser  # noqa: E402
-from websockets.sync.client import connect  # noqa: E402
 
 from browser import Browser, find_chromium  # noqa: E402
 from metasim_ros.core.sim.access import SimulationAccess  # noqa: E402
@@ -53,22 +48,6 @@ def steps_per_second(sim: SimulationAccess, seconds: float) -> float:
     return (sim.loop.steps_taken - n0) / (time.monotonic() - t0)
 
 
-def socket_reader(url: str, stop: threading.Event) -> threading.Thread:
-    """A client that takes every message the page sends and draws nothing."""
-
-    def run() -> None:
-        with connect(url, subprotocols=[f"viser-v{viser.__version__}"], max_size=None) as ws:
-            while not stop.is_set():
-                try:
-                    ws.recv(timeout=0.2)
-                except TimeoutError:
-                    pass
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    return thread
-
-
 def main(window: float = 10.0, rounds: int = 3) -> int:
     chromium = find_chromium()
     if chromium is None:
@@ -88,7 +67,7 @@ def main(window: float = 10.0, rounds: int = 3) -> int:
     sim.loop.start()
     view.start()
     browser = Browser(chromium)
-    off, on, plain, sent, drawn = [], [], [], [], []
+    off, on, sent, drawn = [], [], [], []
     try:
         steps_per_second(sim, 2.0)  # warm up
         for r in range(rounds):
@@ -101,19 +80,10 @@ def main(window: float = 10.0, rounds: int = 3) -> int:
             on.append(steps_per_second(sim, window))
             sent.append((view.frames_sent - f0) / (time.monotonic() - t0))
             drawn.append(browser.evaluate(COUNT_FRAMES % 3000))
-            browser.open("about:blank")
-            browser.wait_for(lambda: view.clients() == 0, 30, "the page to disconnect")
-            stop = threading.Event()
-            reader = socket_reader(view.address.replace("http://", "ws://"), stop)
-            browser.wait_for(lambda: view.clients() == 1, 30, "the plain client")
-            plain.append(steps_per_second(sim, window))
-            stop.set()
-            reader.join(5)
             print(
-                f"round {r + 1}: {off[-1]:.0f} steps/s without a client, {on[-1]:.0f} with "
-                f"Chromium ({on[-1] / off[-1]:.2f}), {plain[-1]:.0f} with a plain client "
-                f"({plain[-1] / off[-1]:.2f}); page sent {sent[-1]:.1f} frames/s, Chromium "
-                f"drew {drawn[-1]:.1f} frames/s",
+                f"round {r + 1}: {off[-1]:.0f} steps/s without a browser, {on[-1]:.0f} with "
+                f"Chromium ({on[-1] / off[-1]:.2f}); page sent {sent[-1]:.1f} frames/s, "
+                f"Chromium drew {drawn[-1]:.1f} frames/s",
                 flush=True,
             )
     finally:
@@ -122,8 +92,7 @@ def main(window: float = 10.0, rounds: int = 3) -> int:
         sim.loop.stop(2.0)
     ratio = sum(on) / sum(off)
     print(
-        f"physics with one Chromium / without: {ratio:.2f} (target >= 0.9), with one plain "
-        f"client: {sum(plain) / sum(off):.2f}; frames sent "
+        f"physics with one Chromium / without: {ratio:.2f} (target >= 0.9); frames sent "
         f"{min(sent):.1f}-{max(sent):.1f}/s (target >= 20), drawn {min(drawn):.1f}-"
         f"{max(drawn):.1f}/s; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
     )
