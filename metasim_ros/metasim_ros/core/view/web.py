@@ -106,6 +106,8 @@ class WebView:
         self._nodes: list[viser.SceneNodeHandle] = []
         self._sent_pos = np.zeros((0, 3))
         self._sent_quat = np.zeros((0, 4))
+        # no shadow maps: a browser without a GPU draws on the cores the physics runs on
+        self._server.scene.configure_default_lights(enabled=True, cast_shadow=False)
         self._build_gui()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._frames, name="web_frames", daemon=True)
@@ -150,12 +152,15 @@ class WebView:
             button.on_click(lambda _event, op=operation: self._operate(op))
 
     def _operate(self, operation: str) -> None:
-        """A button: run its operation (in viser's thread pool) with the page's inputs."""
-        argument = {
-            "step": lambda: int(self._steps.value),
-            "save_snapshot": lambda: str(self._file.value),
-            "load_snapshot": lambda: str(self._file.value),
-        }.get(operation, lambda: None)()
+        """A button: run its operation (in viser's thread pool) with the page's inputs, as
+        a browser sent them (RunControls refuses what is not a step count or a file)."""
+        argument = None
+        if operation == "step":
+            steps = self._steps.value  # a whole float (10.0) is a count; anything else not
+            whole = isinstance(steps, float) and steps.is_integer()
+            argument = int(steps) if whole else steps
+        elif operation in ("save_snapshot", "load_snapshot"):
+            argument = self._file.value
         ok, text = self._controls.call(operation, argument)
         label = operation.replace("_", " ")
         self._said.content = f"{label}: {text}" if ok else f"**{label} refused**: {text}"
@@ -186,7 +191,11 @@ class WebView:
 
     def _frame_loop(self) -> None:
         period, next_status = 1.0 / FRAME_RATE, 0.0
-        while not self._stop.wait(period):
+        due = time.monotonic()
+        while not self._stop.wait(max(0.0, due - time.monotonic())):
+            # frames on a fixed schedule (the work of one does not delay the next); a
+            # frame more than a period late starts the schedule anew instead of racing
+            due = max(due + period, time.monotonic() - period)
             if self._view is None or self._sim.model_version != self._view.version:
                 with self._sim.locked() as h:
                     view = take_view_model(h, self._groups(), self._prefix)
@@ -231,6 +240,8 @@ class WebView:
                         color=rgb255(v.rgba),
                         opacity=None if opacity >= 1.0 else opacity,
                         flat_shading=v.shape == mk.CUBE,
+                        cast_shadow=False,
+                        receive_shadow=False,
                         position=v.pos,
                         wxyz=v.quat,
                     )
