@@ -14,8 +14,10 @@ Run with `make bench`, or: python bench/bench_web.py [WINDOW_SECONDS] [ROUNDS]
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -23,6 +25,8 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent / "metasim_ros"), str(HERE.parent / "metasim_ros" / "test")]
 os.environ.setdefault("MUJOCO_GL", "egl")
 
+
+import psutil  # noqa: E402
 
 from browser import Browser, find_chromium  # noqa: E402
 from metasim_ros.core.sim.access import SimulationAccess  # noqa: E402
@@ -42,10 +46,29 @@ class _Settings:
     snapshot_max_steps = 1000
 
 
-def steps_per_second(sim: SimulationAccess, seconds: float) -> float:
-    n0, t0 = sim.loop.steps_taken, time.monotonic()
+def cpu_seconds(browser: Browser | None) -> dict[str, float]:
+    """CPU seconds so far: this process's physics thread, its other threads (the page:
+    its frame and image threads, viser's server), and the browser's processes."""
+    physics = next(t.native_id for t in threading.enumerate() if t.name == "physics")
+    used = {"physics": 0.0, "page": 0.0, "browser": 0.0}
+    for t in psutil.Process().threads():
+        used["physics" if t.id == physics else "page"] += t.user_time + t.system_time
+    if browser is not None:
+        tree = psutil.Process(browser.proc.pid)
+        for p in [tree, *tree.children(recursive=True)]:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                used["browser"] += sum(p.cpu_times()[:2])
+    return used
+
+
+def steps_per_second(
+    sim: SimulationAccess, seconds: float, browser: Browser | None = None
+) -> tuple[float, dict[str, float]]:
+    """Physics steps per wall second over `seconds`, and each part's share of a core."""
+    c0, n0, t0 = cpu_seconds(browser), sim.loop.steps_taken, time.monotonic()
     time.sleep(seconds)
-    return (sim.loop.steps_taken - n0) / (time.monotonic() - t0)
+    elapsed, c1 = time.monotonic() - t0, cpu_seconds(browser)
+    return (sim.loop.steps_taken - n0) / elapsed, {k: (c1[k] - c0[k]) / elapsed for k in c1}
 
 
 def main(window: float = 10.0, rounds: int = 3) -> int:
@@ -69,21 +92,26 @@ def main(window: float = 10.0, rounds: int = 3) -> int:
     browser = Browser(chromium)
     off, on, sent, drawn = [], [], [], []
     try:
-        steps_per_second(sim, 2.0)  # warm up
+        time.sleep(2.0)  # warm up
         for r in range(rounds):
             browser.open("about:blank")
             browser.wait_for(lambda: view.clients() == 0, 30, "the page to disconnect")
-            off.append(steps_per_second(sim, window))
+            rate, off_cpu = steps_per_second(sim, window, browser)
+            off.append(rate)
             browser.open(view.address)
             browser.wait_for(lambda: "sim time" in browser.text(), 120, "the page")
             f0, t0 = view.frames_sent, time.monotonic()
-            on.append(steps_per_second(sim, window))
+            rate, on_cpu = steps_per_second(sim, window, browser)
+            on.append(rate)
             sent.append((view.frames_sent - f0) / (time.monotonic() - t0))
             drawn.append(browser.evaluate(COUNT_FRAMES % 3000))
             print(
                 f"round {r + 1}: {off[-1]:.0f} steps/s without a browser, {on[-1]:.0f} with "
                 f"Chromium ({on[-1] / off[-1]:.2f}); page sent {sent[-1]:.1f} frames/s, "
-                f"Chromium drew {drawn[-1]:.1f} frames/s",
+                f"Chromium drew {drawn[-1]:.1f} frames/s; cores used without / with: physics "
+                f"{off_cpu['physics']:.2f} / {on_cpu['physics']:.2f}, the page's threads "
+                f"{off_cpu['page']:.2f} / {on_cpu['page']:.2f}, Chromium "
+                f"{off_cpu['browser']:.2f} / {on_cpu['browser']:.2f}",
                 flush=True,
             )
     finally:
