@@ -77,6 +77,8 @@ class FoxgloveClient:
         return done()
 
     def subscribe(self, *topics: str) -> None:
+        """Subscribe to topics (once the server advertised them)."""
+        self._until(lambda: all(t in self.channels for t in topics), f"{topics} advertised")
         subs = []
         for topic in topics:
             sub = len(self._subscribed) + 1

@@ -171,3 +171,34 @@ def test_hostile_input_is_refused_and_physics_runs_on(fox, fox_node, client):
             c.close()
     assert fox.call("/pause")["success"]  # the first connection still served
     assert status(client)[1].startswith("paused")
+
+
+def test_joint_states_camera_images_and_status(fox, client):
+    assert fox.call("/pause")["success"]
+    reply = client.call(SetStates, "/sim_node/set_states", hinge_pose(0.3))
+    assert reply.success, reply.message
+    truth = truth_at(0.3)
+    m = truth.model
+    fox.subscribe("/joint_states", "/camera0/image", "/status")
+
+    joints = fox.decoder("/joint_states").FromString(fox.next_message("/joint_states"))
+    one_dof = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+    want = {
+        m.joint(j).name: truth.data.qpos[m.jnt_qposadr[j]]
+        for j in range(m.njnt)
+        if int(m.jnt_type[j]) in one_dof
+    }
+    got = {j.name: j.position for j in joints.joints}
+    assert set(got) == set(want)  # every hinge and slide joint
+    posed = [j.name for s in hinge_pose(0.3).states[0].model_states for j in s.joint_states]
+    for name in posed:  # those set: where they were set (the others moved before the pause)
+        assert got[name] == pytest.approx(want[name], abs=1e-9), name
+
+    image = fox.decoder("/camera0/image").FromString(fox.next_message("/camera0/image"))
+    assert (image.width, image.height, image.encoding) == (320, 240, "rgb8")
+    pixels = np.frombuffer(image.data, np.uint8).reshape(240, 320, 3)
+    assert pixels.std() > 5  # a picture, not a blank buffer
+
+    text = json.loads(fox.next_message("/status"))
+    assert text["paused"] is True and text["healthy"] is True
+    assert text["sim_time"] == pytest.approx(sim_time(status(client)[1]), abs=1e-3)
