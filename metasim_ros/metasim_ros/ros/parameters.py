@@ -378,6 +378,11 @@ class SimParameters:
         low=0,
         high=65535,
     )
+    foxglove_mcap: str = _p(
+        "",
+        "with foxglove_port: also write the Foxglove server's channels to this MCAP file "
+        "(inside recordings_dir; it must not exist yet), from start to stop; empty = none",
+    )
     joint_command_topic: str = _p(
         "/joint_command",
         "sensor_msgs/JointState commands by joint name (the JointState-topic ros2_control "

@@ -13,6 +13,7 @@ import json
 import mujoco
 import numpy as np
 import pytest
+from mcap.reader import make_reader
 from metasim_msgs.srv import SetStates
 
 from foxglove_client import FoxgloveClient
@@ -202,3 +203,25 @@ def test_joint_states_camera_images_and_status(fox, client):
     text = json.loads(fox.next_message("/status"))
     assert text["paused"] is True and text["healthy"] is True
     assert text["sim_time"] == pytest.approx(sim_time(status(client)[1]), abs=1e-3)
+
+
+def test_channels_are_written_to_an_mcap_file(start_node, client, tmp_path):
+    port = free_port()
+    node = start_node(
+        {"foxglove_port": port, "foxglove_mcap": "views/run.mcap", "recordings_dir": str(tmp_path)}
+    ).wait_serving(client)
+    wait_listening(port, node)
+    start = sim_time(status(client)[1])
+    client.spin_until(lambda: sim_time(status(client)[1]) > start + 0.5, 30, "sim time")
+    assert node.stop() == 0
+    assert f"Foxglove channels written to {tmp_path / 'views' / 'run.mcap'}" in node.output
+    with open(tmp_path / "views" / "run.mcap", "rb") as f:
+        summary = make_reader(f).get_summary()
+    assert summary is not None  # the file was finished (closed at the stop)
+    topics = {c.id: c.topic for c in summary.channels.values()}
+    schemas = {c.topic: summary.schemas[c.schema_id].name for c in summary.channels.values()}
+    counts = {topics[c]: n for c, n in summary.statistics.channel_message_counts.items()}
+    assert schemas["/scene"] == "foxglove.SceneUpdate"
+    assert schemas["/tf"] == "foxglove.FrameTransforms"
+    assert counts["/scene"] >= 1 and counts["/tf"] >= 5 and counts["/joint_states"] >= 5
+    assert counts["/status"] >= 1 and counts["/camera0/image"] >= 1

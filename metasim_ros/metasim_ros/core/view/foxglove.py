@@ -20,6 +20,7 @@ import time
 import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import foxglove
 import numpy as np
@@ -175,7 +176,9 @@ class FoxgloveView:
         frame_prefix: str,
         fast_render: bool,
         log_error: Callable[[str], None],
+        mcap: Path | None = None,
     ) -> None:
+        """mcap: a file the channels are also written to (it must not exist)."""
         self._sim = sim
         self._controls = controls
         self._groups = groups
@@ -225,6 +228,8 @@ class FoxgloveView:
             context=self._context,
         )
         self.host, self.port = host, self._server.port
+        #: every channel, also to a file: a sink, so every channel is fed while it is open
+        self._mcap = foxglove.open_mcap(mcap, context=self._context) if mcap else None
         #: TF messages logged (for the figures)
         self.frames_sent = 0
         self._stop = threading.Event()
@@ -254,6 +259,8 @@ class FoxgloveView:
         deadline = time.monotonic() + timeout
         self._thread.join(timeout)
         self._feed.stop(max(0.0, deadline - time.monotonic()))
+        if self._mcap is not None:
+            self._mcap.close()  # its summary and index: a readable file
         self._server.stop()
         self._workers.shutdown(wait=False, cancel_futures=True)
 

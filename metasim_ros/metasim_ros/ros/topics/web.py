@@ -8,7 +8,9 @@ starts and stops them with the node."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
+from metasim_ros.core.paths import resolve_inside
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.view.controls import RunControls
 from metasim_ros.core.view.foxglove import FoxgloveView
@@ -33,11 +35,25 @@ class Viewers:
         self.web = (
             WebView(sim, controls, port=params.web_port, **common) if params.web_port else None
         )
+        self._mcap = mcap = self._mcap_path(params)
         self.foxglove = (
-            FoxgloveView(sim, controls, port=params.foxglove_port, **common)
+            FoxgloveView(sim, controls, port=params.foxglove_port, mcap=mcap, **common)
             if params.foxglove_port
             else None
         )
+
+    def _mcap_path(self, params: SimParameters) -> Path | None:
+        """Where foxglove_mcap writes (inside recordings_dir, its folders made), if it does."""
+        if not params.foxglove_mcap:
+            return None
+        if not params.foxglove_port:
+            self._log.warning("foxglove_mcap needs foxglove_port: no MCAP file is written")
+            return None
+        root = params.recordings_dir
+        Path(root).mkdir(parents=True, exist_ok=True)
+        path = resolve_inside(root, params.foxglove_mcap, "the recordings directory")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
 
     def start(self) -> None:
         """Start serving; say where."""
@@ -47,6 +63,8 @@ class Viewers:
         if self.foxglove is not None:
             self.foxglove.start()
             self._log.info(f"Foxglove: open a connection to {self.foxglove.address}")
+            if self._mcap is not None:
+                self._log.info(f"Foxglove channels written to {self._mcap}")
 
     def stop(self, timeout: float) -> None:
         """Stop serving (threads waited for up to `timeout` seconds in all)."""
