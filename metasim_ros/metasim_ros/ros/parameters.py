@@ -404,6 +404,32 @@ class SimParameters:
         high=NUM_GROUPS - 1,
         item=int,
     )
+    web_port: int = _p(
+        0,
+        "TCP port of the web page (env 0's scene in 3D, the cameras, sim time, real-time "
+        "factor and the run controls; served by viser); 0 = no page",
+        low=0,
+        high=65535,
+    )
+    web_host: str = _p(
+        "127.0.0.1",
+        "address the web page and the Foxglove server listen on; anything but a loopback "
+        "address lets others on the network see and drive the simulation (README, "
+        "Security)",
+    )
+    foxglove_port: int = _p(
+        0,
+        "TCP port of the Foxglove WebSocket server (the scene, TF, joint states, cameras, "
+        "the status and the run controls as services, for the Foxglove app without ROS); "
+        "0 = no server",
+        low=0,
+        high=65535,
+    )
+    foxglove_mcap: str = _p(
+        "",
+        "with foxglove_port: also write the Foxglove server's channels to this MCAP file "
+        "(inside recordings_dir; it must not exist yet), from start to stop; empty = none",
+    )
     joint_command_topic: str = _p(
         "/joint_command",
         "sensor_msgs/JointState commands by joint name as ros2_control's JointStateTopicSystem "

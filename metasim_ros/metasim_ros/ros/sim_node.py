@@ -55,6 +55,7 @@ from metasim_ros.ros.topics.lidar import LidarTopics
 from metasim_ros.ros.topics.rviz import RvizTopics
 from metasim_ros.ros.topics.sensors import SensorTopics
 from metasim_ros.ros.topics.streams import Streams
+from metasim_ros.ros.topics.web import Viewers
 
 #: The physics thread releases the GIL inside every mj_step; with Python's default 5 ms
 #: switch interval it then waits behind any busy callback thread for up to that long.
@@ -96,6 +97,7 @@ PARTS: tuple[type, ...] = (
     WrenchServices,
     SimInterfaces,
     RecordingServices,
+    Viewers,
 )
 
 
