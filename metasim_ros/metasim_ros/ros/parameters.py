@@ -376,6 +376,44 @@ class SimParameters:
         "what MoveIt's simple controller manager calls); its trajectory topic is "
         "~/joint_trajectory",
     )
+    grippers: list[str] = _p(
+        [],
+        "grippers besides those found in the scene (joint equalities, sibling slide fingers "
+        "on position servos), one 'name: command_joint finger ...' entry each",
+    )
+    gripper_action: str = _p(
+        "{gripper}_controller/gripper_cmd",
+        "control_msgs/GripperCommand action server per gripper ({gripper} = its name; as "
+        "ros2_control's gripper controllers name it, what MoveIt's simple controller "
+        "manager calls)",
+    )
+    parallel_gripper_action: str = _p(
+        "{gripper}_parallel_controller/gripper_cmd",
+        "control_msgs/ParallelGripperCommand action server per gripper ({gripper} = its name)",
+    )
+    gripper_goal_tolerance: float = _p(
+        0.01,
+        "a gripper goal is reached within this distance of the command joint's target "
+        "(m or rad; ros2_control's gripper controller default)",
+        low=0.0,
+        high=1e3,
+    )
+    gripper_stall_velocity: float = _p(
+        0.001,
+        "a gripper whose fingers move no faster than this (m/s or rad/s) is not moving",
+        low=0.0,
+        high=1e3,
+    )
+    gripper_stall_timeout: float = _p(
+        1.0,
+        "sim seconds a gripper goal's fingers may not move, short of the goal, before it "
+        "ends stalled",
+        low=0.0,
+        high=1e6,
+    )
+    gripper_allow_stalling: bool = _p(
+        False, "a stalled gripper goal (an object grasped) ends SUCCEEDED instead of ABORTED"
+    )
     trajectory_rate: float = _p(
         100.0,
         "Hz (sim time) at which executed trajectories update the joint targets (the "

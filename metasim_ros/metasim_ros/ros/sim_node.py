@@ -37,6 +37,7 @@ from metasim_ros.core.sim.pool import plan_threads, usable_cores
 from metasim_ros.core.text import log_block
 from metasim_ros.ros import dds_profile, parameters
 from metasim_ros.ros.executor import DrainingExecutor
+from metasim_ros.ros.inputs.grippers import GripperServers
 from metasim_ros.ros.inputs.joint_command import JointCommandSubscriber
 from metasim_ros.ros.inputs.joint_targets import JointTargets
 from metasim_ros.ros.inputs.trajectories import TrajectoryServer
@@ -59,9 +60,9 @@ from metasim_ros.ros.topics.streams import Streams
 SWITCH_INTERVAL = 2e-4
 #: Executor threads: every service group at its busiest (ServiceGroups.CONCURRENT), the
 #: command inputs (joint targets / commands, trajectory topic), a running trajectory
-#: goal (it waits in its thread) and a recording's topic taps, so an input never waits
-#: for a free thread.
-EXECUTOR_THREADS = CallbackGroups.CONCURRENT + 4
+#: goal and a running gripper goal (each waits in its thread) and a recording's topic
+#: taps, so an input never waits for a free thread.
+EXECUTOR_THREADS = CallbackGroups.CONCURRENT + 5
 #: Middle-generation collections per full one once start-up is frozen (Python: 10).
 FULL_COLLECTION_EVERY = 100
 #: Seconds the callbacks in flight at a stop get to end, their replies sent (running goals
@@ -88,6 +89,7 @@ PARTS: tuple[type, ...] = (
     JointTargets,
     JointCommandSubscriber,
     TrajectoryServer,
+    GripperServers,
     StateServices,
     SimServices,
     WrenchServices,
