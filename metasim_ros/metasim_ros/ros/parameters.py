@@ -414,6 +414,22 @@ class SimParameters:
     gripper_allow_stalling: bool = _p(
         False, "a stalled gripper goal (an object grasped) ends SUCCEEDED instead of ABORTED"
     )
+    lockstep_period: float = _p(
+        0.0,
+        "lockstep: sim seconds physics advances per command message received (on "
+        "joint_command_topic or ~/joint_targets; a whole number of timesteps), /clock and "
+        "joint_states published at the end of each period; no command, no advance; "
+        "0 = keep pace with the wall clock (real_time_factor)",
+        low=0.0,
+        high=1e3,
+    )
+    lockstep_timeout: float = _p(
+        1.0,
+        "wall seconds without a command after which ~/status says lockstep is paused "
+        "waiting for commands",
+        low=0.0,
+        high=1e6,
+    )
     trajectory_rate: float = _p(
         100.0,
         "Hz (sim time) at which executed trajectories update the joint targets (the "

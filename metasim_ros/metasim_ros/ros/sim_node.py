@@ -149,6 +149,10 @@ class SimNode(PartsNode):
             log_error=lambda text: physics_errors(text.partition(":")[0], text),
         )
         self.sim.pause(p.paused)
+        try:
+            self.sim.loop.set_lockstep(p.lockstep_period, p.lockstep_timeout)
+        except ValueError as exc:
+            raise ConfigurationError(str(exc)) from None
 
         # what the parts share (ros/parts.py), then the parts, in order
         self.groups = CallbackGroups()

@@ -49,3 +49,5 @@ class JointCommandSubscriber:
                 h.command(commands)
         except RequestError as exc:
             self._warn(f"joint_command {type(exc).__name__}", f"{self._topic} ignored: {exc}")
+        finally:
+            self._sim.command_received()

@@ -162,6 +162,8 @@ class Streams:
         self.observer: Callable[[str, Any], None] | None = None
         sim.on_change(self.publish_all_soon)
         sim.loop.add_tick(self.tick)
+        # lockstep: /clock and joint_states at the end of every period (the next tick)
+        sim.loop.add_period_end(lambda: self.publish_soon("clock_rate", "joint_state_rate"))
 
     def add(
         self,
@@ -210,6 +212,13 @@ class Streams:
         with self._timing:
             for s in self._streams.values():
                 s.due = 0.0
+            self._next_due = 0.0
+
+    def publish_soon(self, *names: str) -> None:
+        """These topics (rate parameter names) at the next tick."""
+        with self._timing:
+            for name in names:
+                self._streams[name].due = 0.0
             self._next_due = 0.0
 
     def tick(self) -> None:
