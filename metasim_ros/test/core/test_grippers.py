@@ -1,9 +1,11 @@
 # Copyright 2026 metasim_ros developers
 # SPDX-License-Identifier: Apache-2.0
 """Grippers found from a scene: a joint equality's own coefficients (an offset and a
-multiplier other than 1) couple a finger MuJoCo then moves by them; the `grippers`
-configuration is checked against the scene, naming the entry; targets out of range are
-refused before anything is written."""
+multiplier other than 1) couple a finger MuJoCo then moves by them; a tendon-driven hand
+as MuJoCo Menagerie models the Franka's (tendon `split`, an equality, a general actuator
+with ctrl 0..255) rests where its target says; the `grippers` configuration is checked
+against the scene, naming the entry; targets out of range are refused before anything is
+written."""
 
 from __future__ import annotations
 
@@ -100,3 +102,60 @@ def test_the_default_scene_has_the_franka_hand():
     assert gripper.joints == ("panda_finger_joint1", "panda_finger_joint2")
     assert (gripper.low, gripper.high) == tuple(h.model.joint("panda_finger_joint1").range)
     assert mujoco.mj_name2id(h.model, mujoco.mjtObj.mjOBJ_BODY, gripper.name) >= 0
+
+
+#: MuJoCo Menagerie's franka_emika_panda hand, reduced: two fingers a tendon couples at
+#: half each, the first following the second by an equality, the tendon's actuator at
+#: ctrl 0..255 (gain 255/100/0.04 over the 0.04 m range).
+TENDON_HAND = """
+<mujoco>
+  <option gravity="0 0 0"/>
+  <worldbody>
+    <body name="hand">
+      <geom type="box" size="0.05 0.05 0.05" contype="0" conaffinity="0"/>
+      <body name="left_finger"><joint name="finger_joint1" type="slide" range="0 0.04"/>
+        <geom size="0.01" mass="0.05" contype="0" conaffinity="0"/></body>
+      <body name="right_finger"><joint name="finger_joint2" type="slide" axis="0 -1 0"
+        range="0 0.04"/><geom size="0.01" mass="0.05" contype="0" conaffinity="0"/></body>
+    </body>
+  </worldbody>
+  <tendon>
+    <fixed name="split"><joint joint="finger_joint1" coef="0.5"/>
+      <joint joint="finger_joint2" coef="0.5"/></fixed>
+  </tendon>
+  <equality><joint joint1="finger_joint1" joint2="finger_joint2" solimp="0.95 0.99 0.001"
+    solref="0.005 1"/></equality>
+  <actuator>
+    <general name="actuator8" tendon="split" forcerange="-100 100" ctrlrange="0 255"
+      biastype="affine" gainprm="0.01568627451 0 0" biasprm="0 -100 -10"/>
+  </actuator>
+</mujoco>
+"""
+
+
+def test_a_tendon_driven_hand_rests_where_its_target_says(tmp_path):
+    path = tmp_path / "tendon_hand.xml"
+    path.write_text(TENDON_HAND)
+    h = MujocoHandler(str(path))
+    (gripper,) = find_grippers(h.model, h.control_layout)
+    # finger_joint1 follows finger_joint2: that is the command joint
+    assert gripper.joints == ("finger_joint2", "finger_joint1")
+    assert gripper.actuator == h.model.actuator("actuator8").id
+    gripper.set_target(h, 0.04)  # fully open: the top of the ctrl range
+    assert h.synced_data(0).ctrl[gripper.actuator] == pytest.approx(255.0, rel=1e-6)
+    gripper.set_target(h, 0.025)
+    h.step(n=2000)
+    d = h.synced_data(0)
+    for j in gripper.joints:  # MuJoCo's tendon, equality and actuator put both there
+        assert d.qpos[h.model.joint(j).qposadr[0]] == pytest.approx(0.025, abs=5e-4)
+    with pytest.raises(StateValidationError, match="outside the range of finger_joint2"):
+        gripper.set_target(h, 0.05)
+    assert d.ctrl[gripper.actuator] == pytest.approx(0.025 / 0.04 * 255.0, rel=1e-6)
+
+
+def test_a_goal_for_another_finger_is_converted_by_its_coupling(handler):
+    (gripper,) = find_grippers(handler.model, handler.control_layout)
+    assert gripper.command_position("b", 0.01 + 0.5 * 0.03) == pytest.approx(0.03)
+    assert gripper.command_position("a", 0.03) == 0.03
+    with pytest.raises(StateValidationError, match="'c' is not a finger of gripper hand"):
+        gripper.command_position("c", 0.0)

@@ -174,7 +174,7 @@ BAD_GOALS = [
     ("gripper", gripper_goal(0.02, max_effort=math.inf), None),
     ("parallel", parallel_goal([0.02, 0.02]), "expected 1 value (the gripper's), got 2"),
     ("parallel", parallel_goal([]), None),
-    ("parallel", parallel_goal([0.02], names=["panda_joint1"]), "[panda_joint1] is not"),
+    ("parallel", parallel_goal([0.02], names=["panda_joint1"]), "'panda_joint1' is not a finger"),
     ("parallel", parallel_goal([0.02], effort=[math.nan]), "command.effort: nan"),
     ("parallel", parallel_goal([0.5]), None),
 ]

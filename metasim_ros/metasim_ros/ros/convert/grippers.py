@@ -29,28 +29,26 @@ def gripper_goal(goal: GripperCommand.Goal) -> tuple[float, float]:
 
 
 def parallel_goal(goal: ParallelGripperCommand.Goal, gripper: Gripper) -> tuple[float, float]:
-    """(position, max_effort) of a ParallelGripperCommand goal: one position (as
-    ros2_control's parallel gripper controller takes), for the command joint when `name`
-    names one; velocity and effort empty or one value each."""
+    """(the command joint's position, max_effort) of a ParallelGripperCommand goal: one
+    position (as ros2_control's parallel gripper controller takes), of the finger `name`
+    names (the command joint when empty); velocity and effort empty or one value each."""
     cmd = goal.command
     if len(cmd.position) != 1:
         raise StateValidationError(
             "command.position", f"expected 1 value (the gripper's), got {len(cmd.position)}"
         )
-    if len(cmd.name) > 1 or (cmd.name and cmd.name[0] != gripper.joints[0]):
-        names = ", ".join(bounded(n, 64) for n in cmd.name[:4])
-        raise StateValidationError(
-            "command.name",
-            f"[{names}] is not the command joint of gripper {gripper.name} "
-            f"({gripper.joints[0]}; or leave it empty)",
-        )
+    if len(cmd.name) > 1:
+        raise StateValidationError("command.name", f"empty or 1 name, got {len(cmd.name)}")
     for field in ("velocity", "effort"):
         values = getattr(cmd, field)
         if len(values) > 1:
             raise StateValidationError(f"command.{field}", f"empty or 1 value, got {len(values)}")
         for v in values:
             _limit(f"command.{field}", v)
-    return float(cmd.position[0]), float(cmd.effort[0]) if len(cmd.effort) else 0.0
+    position = float(cmd.position[0])
+    if cmd.name and math.isfinite(position):
+        position = gripper.command_position(bounded(cmd.name[0], 64), position)
+    return position, float(cmd.effort[0]) if len(cmd.effort) else 0.0
 
 
 def fill_gripper(

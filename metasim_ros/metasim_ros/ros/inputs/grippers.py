@@ -132,7 +132,7 @@ class GripperServers:
         gripper, position, _ = self._parse(name, gh.request)
         p = self._params
         with self._sim.locked() as h:
-            h.command(gripper.commands(position))
+            gripper.set_target(h, position)
             now = h.sim_time(0)
         with self._lock:
             self._running[name] = gh
@@ -183,6 +183,6 @@ class GripperServers:
         held = min(max(float(reading.position[0]), gripper.low), gripper.high)
         try:
             with self._sim.locked() as h:
-                h.command(gripper.commands(held))
+                gripper.set_target(h, held)
         except RequestError as exc:  # the model changed meanwhile
             self._warn(f"gripper hold {type(exc).__name__}", f"{gripper.name}: {exc}")
