@@ -357,6 +357,18 @@ class SimParameters:
         high=NUM_GROUPS - 1,
         item=int,
     )
+    cmd_vel_topic: str = _p(
+        "cmd_vel",
+        "geometry_msgs/Twist (or TwistStamped, cmd_vel_stamped) velocity of the scene's "
+        "mobile base in its own frame (velocity actuators on a site of a moving model root)",
+    )
+    cmd_vel_stamped: bool = _p(False, "cmd_vel_topic takes geometry_msgs/TwistStamped")
+    odom_topic: str = _p(
+        "odom",
+        "nav_msgs/Odometry of the scene's mobile base (ground truth, in the odom frame; TF "
+        "world -> odom -> base)",
+    )
+    odom_rate: float = _p(50.0, "Hz (wall clock) of odom_topic", **_RATE)
     joint_command_topic: str = _p(
         "/joint_command",
         "sensor_msgs/JointState commands by joint name (the JointState-topic ros2_control "

@@ -1,0 +1,68 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
+"""nav_msgs/Odometry of the scene's mobile base on `odom_topic` (ground truth: its pose
+in `odom`, the static frame at the world's origin, and its velocity in its own frame; the
+TF tree has odom -> base, core.scene.frames), at `odom_rate`, while someone reads it.
+Without nav_msgs (ros-nav-msgs, requirements.txt) the node runs without it, saying so."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from metasim_ros.core.scene.frames import FrameTree
+from metasim_ros.core.scene.mobile_base import MobileBase, OdometryReading, find_base
+from metasim_ros.core.sim.access import SimulationAccess
+from metasim_ros.core.sim.handler import MujocoHandler
+from metasim_ros.ros.convert.geometry import fill_wxyz, fill_xyz, stamp
+from metasim_ros.ros.parameters import SimParameters
+from metasim_ros.ros.parts import PartsNode
+from metasim_ros.ros.topics.readers import anyone_reads
+
+try:
+    from nav_msgs.msg import Odometry
+except ImportError:  # ros-nav-msgs not installed
+    Odometry = None
+
+
+class OdometryTopic:
+    """Publishes the base's odometry through the periodic streams."""
+
+    def __init__(self, node: PartsNode, sim: SimulationAccess, params: SimParameters) -> None:
+        self._base: MobileBase | None = None
+        if Odometry is None:
+            node.get_logger().info("nav_msgs is not installed: no odometry is published")
+            return
+        self._msg = Odometry()
+        self._pub = node.create_publisher(Odometry, params.odom_topic, 10)
+        with sim.locked() as h:
+            self._follow(h, node.streams.tree)
+        node.streams.add(
+            "odom_rate",
+            params.odom_rate,
+            self._read,
+            self._publish,
+            active=lambda: self._base is not None and anyone_reads(self._pub),
+            follow=self._follow,
+        )
+
+    def _follow(self, h: MujocoHandler, tree: FrameTree) -> None:
+        """A new model: its base and the frames of its odometry."""
+        self._base = find_base(h.model)
+        if self._base is not None and tree.odom is not None:
+            self._msg.header.frame_id = tree.odom
+            self._msg.child_frame_id = tree.body_frames[self._base.body]
+
+    def _read(self, h: MujocoHandler) -> OdometryReading | None:
+        base = self._base
+        return None if base is None else base.read(h.model, h.synced_data(0))
+
+    def _publish(self, reading: Any) -> None:
+        if reading is None:  # the base went with a model change
+            return
+        msg = self._msg
+        msg.header.stamp = stamp(reading.time)
+        fill_xyz(msg.pose.pose.position, reading.position)
+        fill_wxyz(msg.pose.pose.orientation, reading.quat)
+        fill_xyz(msg.twist.twist.linear, reading.linear)
+        fill_xyz(msg.twist.twist.angular, reading.angular)
+        self._pub.publish(msg)
