@@ -228,3 +228,27 @@ def test_a_cancelled_goal_holds_the_fingers(paused_node, client, goals):
     goals.step(1000)
     now = goals.joints("franka")["panda_finger_joint1"]
     assert held > 0.01 and abs(now - held) < 0.005  # stopped near where it was, not at 0
+
+
+def test_a_configured_gripper_the_scene_cannot_have_stops_the_start(start_node, snapshot_dir):
+    node = start_node(
+        {"grippers": "['claw: panda_joint7 nope']", "snapshot_dir": str(snapshot_dir)}
+    )
+    node.wait_output(timeout=30)
+    assert node.proc.returncode == 1, node.output
+    lines = [line for line in node.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("sim_node: cannot start: "), node.output
+    assert "grippers: 'claw: panda_joint7 nope': 'nope' is not a robot joint" in lines[0]
+
+
+def test_a_configured_gripper_gets_its_servers(start_node, client, goals):
+    """panda_joint7 as a one-finger 'wrist' gripper: its servers, its range."""
+    start_node({"grippers": "['wrist: panda_joint7']", "paused": True}).wait_serving(client)
+    action = goals.action(GripperCommand, "/wrist_controller/gripper_cmd")
+    assert not goals.send(action, gripper_goal(3.0)).accepted  # range +-2.8973
+    handle = goals.send(action, gripper_goal(0.5))
+    assert handle.accepted
+    result = handle.get_result_async()
+    goals.step_until(result, max_steps=3000)
+    assert result.result().status == SUCCEEDED
+    assert abs(goals.joints("franka")["panda_joint7"] - 0.5) < 0.01

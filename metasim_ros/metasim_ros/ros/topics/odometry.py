@@ -3,7 +3,8 @@
 """nav_msgs/Odometry of the scene's mobile base on `odom_topic` (ground truth: its pose
 in `odom`, the static frame at the world's origin, and its velocity in its own frame; the
 TF tree has odom -> base, core.scene.frames), at `odom_rate`, while someone reads it.
-Without nav_msgs (ros-nav-msgs, requirements.txt) the node runs without it, saying so."""
+Without nav_msgs (ros-nav-msgs, requirements.txt) the node runs without it, saying so
+when the scene has a base."""
 
 from __future__ import annotations
 
@@ -30,7 +31,12 @@ class OdometryTopic:
     def __init__(self, node: PartsNode, sim: SimulationAccess, params: SimParameters) -> None:
         self._base: MobileBase | None = None
         if Odometry is None:
-            node.get_logger().info("nav_msgs is not installed: no odometry is published")
+            with sim.locked() as h:
+                base = find_base(h.model)
+            if base is not None:  # said only where it matters
+                node.get_logger().info(
+                    f"nav_msgs is not installed: no odometry of {base.name} is published"
+                )
             return
         self._msg = Odometry()
         self._pub = node.create_publisher(Odometry, params.odom_topic, 10)
