@@ -5,7 +5,9 @@ them, to the node as its own process, paused and stepped: the default scene's Fr
 (two sibling fingers on position servos) reaches its goal; a hand whose fingers a joint
 equality couples stalls on a fixed block with the force its servo exerts there (kp x the
 position error, from the scene's own numbers); bad goals are refused and move nothing;
-a newer goal ends the running one; a cancel holds the fingers."""
+a newer goal ends the running one; a cancel holds the fingers; a model change ends a
+running goal; a configured gripper gets its servers, one the scene cannot have stops the
+start."""
 
 from __future__ import annotations
 
@@ -23,6 +25,8 @@ from control_msgs.msg import GripperCommand as Command  # noqa: E402
 from metasim_msgs.srv import GetStates, Step  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
+from simulation_interfaces import msg as sm  # noqa: E402
+from simulation_interfaces import srv as ss  # noqa: E402
 
 GRIPPER_SCENE = Path(__file__).resolve().parent / "scenes" / "gripper.xml"
 FRANKA = "/panda_hand_controller/gripper_cmd"
@@ -252,3 +256,29 @@ def test_a_configured_gripper_gets_its_servers(start_node, client, goals):
     goals.step_until(result, max_steps=3000)
     assert result.result().status == SUCCEEDED
     assert abs(goals.joints("franka")["panda_joint7"] - 0.5) < 0.01
+
+
+def test_a_model_change_ends_a_running_goal(paused_node, client, goals):
+    """Deleting an entity rebuilds the model: the fingers' addresses may have moved, so the
+    goal ends ABORTED (saying so) rather than judging stale numbers."""
+    action = goals.action(GripperCommand, FRANKA)
+    handle = goals.send(action, gripper_goal(0.0))
+    assert handle.accepted
+    result = handle.get_result_async()
+    res = client.call(
+        ss.DeleteEntity, "/sim_node/delete_entity", ss.DeleteEntity.Request(entity="cube")
+    )
+    assert res.result.result == sm.Result.RESULT_OK, res.result.error_message
+    client.spin_until(result.done, 10.0, "the goal's result")
+    assert result.result().status == ABORTED
+    client.spin_until(
+        lambda: "panda_hand gripper goal aborted: the model changed" in paused_node.output_so_far(),
+        10.0,
+        "the line saying why",
+    )
+    # the hand's server serves the new model
+    handle = goals.send(action, gripper_goal(0.02))
+    assert handle.accepted
+    result = handle.get_result_async()
+    goals.step_until(result, max_steps=2000)
+    assert result.result().status == SUCCEEDED

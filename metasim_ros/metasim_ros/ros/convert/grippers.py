@@ -23,15 +23,17 @@ def _limit(key: str, value: float) -> float:
     return float(value)
 
 
-def gripper_goal(goal: GripperCommand.Goal) -> tuple[float, float]:
-    """(position, max_effort) of a GripperCommand goal (the range is the gripper's check)."""
-    return float(goal.command.position), _limit("command.max_effort", goal.command.max_effort)
+def gripper_goal(goal: GripperCommand.Goal) -> float:
+    """The position of a GripperCommand goal (the range is the gripper's check), its
+    max_effort checked."""
+    _limit("command.max_effort", goal.command.max_effort)
+    return float(goal.command.position)
 
 
-def parallel_goal(goal: ParallelGripperCommand.Goal, gripper: Gripper) -> tuple[float, float]:
-    """(the command joint's position, max_effort) of a ParallelGripperCommand goal: one
-    position (as ros2_control's parallel gripper controller takes), of the finger `name`
-    names (the command joint when empty); velocity and effort empty or one value each."""
+def parallel_goal(goal: ParallelGripperCommand.Goal, gripper: Gripper) -> float:
+    """The command joint's position of a ParallelGripperCommand goal: one position (as
+    ros2_control's parallel gripper controller takes), of the finger `name` names (the
+    command joint when empty); velocity and effort empty or one value each, checked."""
     cmd = goal.command
     if len(cmd.position) != 1:
         raise StateValidationError(
@@ -48,7 +50,7 @@ def parallel_goal(goal: ParallelGripperCommand.Goal, gripper: Gripper) -> tuple[
     position = float(cmd.position[0])
     if cmd.name and math.isfinite(position):
         position = gripper.command_position(bounded(cmd.name[0], 64), position)
-    return position, float(cmd.effort[0]) if len(cmd.effort) else 0.0
+    return position
 
 
 def fill_gripper(

@@ -10,8 +10,10 @@ simulation: SUCCEEDED with reached_goal once the command joint is within
 with stalled and the measured force, or SUCCEEDED with `gripper_allow_stalling`. A goal
 out of the command joint's range, with non-finite values or naming another joint is
 rejected (one warning line). A newer goal for the same gripper ends the running one
-ABORTED; a cancel holds the fingers where they are; a node that shuts down ends it
-ABORTED.
+ABORTED; a cancel holds the fingers where they are; a model change (its fingers may have
+moved in MjData) and a node that shuts down end it ABORTED. max_effort is checked, not
+applied: the scene's actuators set the force, as ros2_control's gripper controllers on a
+position interface without a max_effort interface.
 """
 
 from __future__ import annotations
@@ -95,16 +97,16 @@ class GripperServers:
                     **ACTION_QOS,
                 )
 
-    def _parse(self, name: str, goal: _Goal) -> tuple[Gripper, float, float]:
+    def _parse(self, name: str, goal: _Goal) -> tuple[Gripper, float]:
         gripper = self.grippers.get(name)
         if gripper is None:
             raise ConfigurationError(f"gripper {name} is not in the current model")
         if isinstance(goal, ParallelGripperCommand.Goal):
-            position, effort = parallel_goal(goal, gripper)
+            position = parallel_goal(goal, gripper)
         else:
-            position, effort = gripper_goal(goal)
+            position = gripper_goal(goal)
         gripper.commands(position)  # the range
-        return gripper, position, effort
+        return gripper, position
 
     def _check(self, name: str, goal: _Goal) -> GoalResponse:
         try:
@@ -127,13 +129,14 @@ class GripperServers:
         result, feedback = ParallelGripperCommand.Result(), ParallelGripperCommand.Feedback()
         return self._execute(name, gh, result, feedback, fill_parallel)
 
-    def _start(self, name: str, gh: ServerGoalHandle) -> tuple[Gripper, GripperWatch]:
-        """Set the targets (every env) and make this the gripper's running goal."""
-        gripper, position, _ = self._parse(name, gh.request)
+    def _start(self, name: str, gh: ServerGoalHandle) -> tuple[Gripper, GripperWatch, int]:
+        """Set the targets (every env) and make this the gripper's running goal; the
+        model version they were set in."""
+        gripper, position = self._parse(name, gh.request)
         p = self._params
         with self._sim.locked() as h:
             gripper.set_target(h, position)
-            now = h.sim_time(0)
+            now, version = h.sim_time(0), h.model_version
         with self._lock:
             self._running[name] = gh
         watch = GripperWatch(
@@ -143,11 +146,11 @@ class GripperServers:
             p.gripper_stall_timeout,
             now,
         )
-        return gripper, watch
+        return gripper, watch, version
 
     def _execute(self, name: str, gh: ServerGoalHandle, result, feedback, fill: Callable):
         try:
-            gripper, watch = self._start(name, gh)
+            gripper, watch, version = self._start(name, gh)
         except RequestError as exc:  # the model changed since the goal was accepted
             self._warn(f"gripper goal {type(exc).__name__}", f"{name} gripper goal aborted: {exc}")
             gh.abort()
@@ -155,6 +158,10 @@ class GripperServers:
         seen = None
         while True:
             with self._sim.locked() as h:
+                if h.model_version != version:  # its fingers may be gone or moved
+                    self._warn("gripper model", f"{name} gripper goal aborted: the model changed")
+                    gh.abort()
+                    return result
                 reading = gripper.read(h.synced_data(0))
             reached, stalled = watch.judge(reading)
             fill(result, gripper, reading, reached, stalled)
