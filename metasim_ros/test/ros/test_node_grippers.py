@@ -111,12 +111,17 @@ def test_the_franka_hand_reaches_a_goal(paused_node, client, goals):
     res = result.result()
     assert res.status == SUCCEEDED
     assert res.result.reached_goal and not res.result.stalled
+    # within the goal tolerance (0.01 by default) when judged; both fingers follow the one
+    # command, as MuJoCo has them (get_states; the test stepped on until the result came)
+    assert abs(res.result.position - 0.01) < 0.01
     q = goals.joints("franka")
-    # both fingers follow the one command, within the goal tolerance (0.01 by default)
     assert abs(q["panda_finger_joint1"] - 0.01) < 0.01
     assert abs(q["panda_finger_joint2"] - 0.01) < 0.01
-    assert res.result.position == pytest.approx(q["panda_finger_joint1"], abs=1e-12)
-    assert feedback, "no feedback while the fingers moved"
+    # feedback: every state the server saw, the last one (the result's) too
+    client.spin_until(
+        lambda: feedback and feedback[-1].feedback.reached_goal, 10.0, "the last feedback"
+    )
+    assert feedback[-1].feedback.position == res.result.position
     # the parallel server of the same hand reports every finger
     parallel = goals.action(ParallelGripperCommand, FRANKA_PARALLEL)
     handle = goals.send(parallel, parallel_goal([0.03], names=["panda_finger_joint1"]))
@@ -125,9 +130,10 @@ def test_the_franka_hand_reaches_a_goal(paused_node, client, goals):
     goals.step_until(result, max_steps=2000)
     res = result.result()
     assert res.status == SUCCEEDED and res.result.reached_goal
-    q = goals.joints("franka")
     assert list(res.result.state.name) == FINGERS
-    np.testing.assert_allclose(res.result.state.position, [q[j] for j in FINGERS], atol=1e-12)
+    np.testing.assert_array_less(np.abs(np.array(res.result.state.position) - 0.03), 0.01)
+    q = goals.joints("franka")
+    np.testing.assert_array_less(np.abs(np.array([q[j] for j in FINGERS]) - 0.03), 0.01)
 
 
 def test_fingers_blocked_by_an_object_stall_with_the_measured_force(start_node, client, goals):
@@ -145,9 +151,11 @@ def test_fingers_blocked_by_an_object_stall_with_the_measured_force(start_node, 
     res = result.result()
     assert res.status == ABORTED  # stalled short of the goal (gripper_allow_stalling false)
     assert res.result.stalled and not res.result.reached_goal
-    q = goals.joints("hand")
-    assert res.result.position == pytest.approx(q["left_finger_joint"], abs=1e-9)
+    # where the block stops it (the test may have stepped on until the result came: the
+    # finger stays there, MuJoCo's qpos says so too)
     assert res.result.position == pytest.approx(half_width, abs=0.001)
+    q = goals.joints("hand")
+    assert q["left_finger_joint"] == pytest.approx(half_width, abs=0.001)
     # a servo at rest exerts kp * (target - position): MuJoCo's force, measured
     assert res.result.effort == pytest.approx(kp * (0.0 - res.result.position), rel=1e-3)
     # the equality moved the other finger with it, 1:1

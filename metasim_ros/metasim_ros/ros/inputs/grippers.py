@@ -165,16 +165,16 @@ class GripperServers:
                 reading = gripper.read(h.synced_data(0))
             reached, stalled = watch.judge(reading)
             fill(result, gripper, reading, reached, stalled)
+            if reading.time != seen:  # every new state, the last one too
+                fill(feedback, gripper, reading, reached, stalled)
+                gh.publish_feedback(feedback)
+                seen = reading.time
             with self._lock:
                 replaced = self._running.get(name) is not gh
                 if reached or stalled or replaced or gh.is_cancel_requested or self._sim.closed:
                     if self._running.get(name) is gh:
                         del self._running[name]
                     break
-            if reading.time != seen:
-                fill(feedback, gripper, reading, reached, stalled)
-                gh.publish_feedback(feedback)
-                seen = reading.time
             time.sleep(MONITOR_PERIOD)
         if gh.is_cancel_requested and not (replaced or self._sim.closed):
             self._hold(gripper, reading)
