@@ -75,11 +75,11 @@ def test_each_command_advances_exactly_one_period(start_node, client):
         # every joint-state stamp one period after the one before: one per command
         steps = [b - a for a, b in zip(ctl.stamps, ctl.stamps[1:])]
         assert steps == [PERIOD_NS] * len(steps), steps
-        # /clock never shows a time inside a period, and every period's end
+        # /clock never shows a time inside a period, nor goes back (it keeps the last
+        # message only: a reader may miss one, never see a wrong one)
         ticks = sorted(set(ctl.clock))
         assert all((t - ticks[0]) % PERIOD_NS == 0 for t in ticks), ticks
-        assert set(ctl.stamps) <= set(ticks)
-        assert ctl.clock == sorted(ctl.clock)  # never back
+        assert ctl.clock == sorted(ctl.clock)
         # no command: the sim time stays put (the last command's period was taken)
         client.spin_until(lambda: len(ctl.stamps) == ctl.sent + 1, 10.0, "the last period")
         last = ctl.stamps[-1]

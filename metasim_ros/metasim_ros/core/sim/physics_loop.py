@@ -19,7 +19,7 @@ samples that count, so the physics rate and real-time factor are reported as mea
 Lockstep (`set_lockstep`): instead of keeping pace with the wall clock, the loop takes one
 period of sim time per `grant` (a command received), the whole period in one lock hold
 (no tick, so no /clock, inside it), then calls the period-end callbacks (the node
-publishes /clock and joint states at the next tick, before the next period). Without a
+publishes joint states, then /clock, before the next period). Without a
 grant the sim time stays put; a controller on sim time that answers each period's joint
 states with its command sees exact periods.
 """

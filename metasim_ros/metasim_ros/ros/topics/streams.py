@@ -162,8 +162,9 @@ class Streams:
         self.observer: Callable[[str, Any], None] | None = None
         sim.on_change(self.publish_all_soon)
         sim.loop.add_tick(self.tick)
-        # lockstep: /clock and joint_states at the end of every period (the next tick)
-        sim.loop.add_period_end(lambda: self.publish_soon("clock_rate", "joint_state_rate"))
+        # lockstep: joint_states, then /clock, at the end of every period: a controller
+        # manager woken by /clock reads the joint states of the period it starts
+        sim.loop.add_period_end(lambda: self.publish_now("joint_state_rate", "clock_rate"))
 
     def add(
         self,
@@ -214,12 +215,25 @@ class Streams:
                 s.due = 0.0
             self._next_due = 0.0
 
-    def publish_soon(self, *names: str) -> None:
-        """These topics (rate parameter names) at the next tick."""
-        with self._timing:
-            for name in names:
-                self._streams[name].due = 0.0
-            self._next_due = 0.0
+    def publish_now(self, *names: str) -> None:
+        """These topics (rate parameter names) now, in this order, from one read (physics
+        thread, outside its lock); after a model change, at the next tick instead (which
+        rebuilds the layout first)."""
+        streams = [self._streams[n] for n in names]
+        streams = [s for s in streams if s.active is None or s.active()]
+        with self._sim.locked() as h:
+            current = h.model_version == self._layout.version
+            readings = [s.read(h) for s in streams] if current else []
+        if not current:
+            with self._timing:
+                for s in streams:
+                    s.due = 0.0
+                self._next_due = 0.0
+            return
+        for s, reading in zip(streams, readings):
+            if self.observer is not None:
+                self.observer("read", s.name)
+            s.publish(reading)
 
     def tick(self) -> None:
         """Publish the topics that are due (physics thread, between batches)."""
