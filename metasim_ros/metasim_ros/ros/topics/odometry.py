@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from rclpy.publisher import Publisher
+
 from metasim_ros.core.scene.frames import FrameTree
 from metasim_ros.core.scene.mobile_base import MobileBase, OdometryReading, find_base
 from metasim_ros.core.sim.access import SimulationAccess
@@ -26,10 +28,13 @@ except ImportError:  # ros-nav-msgs not installed
 
 
 class OdometryTopic:
-    """Publishes the base's odometry through the periodic streams."""
+    """Publishes the base's odometry through the periodic streams; its publisher exists
+    from the first model with a base on (a scene without one has no `odom` topic)."""
 
     def __init__(self, node: PartsNode, sim: SimulationAccess, params: SimParameters) -> None:
+        self._node, self._topic = node, params.odom_topic
         self._base: MobileBase | None = None
+        self._pub: Publisher | None = None
         if Odometry is None:
             with sim.locked() as h:
                 base = find_base(h.model)
@@ -39,7 +44,7 @@ class OdometryTopic:
                 )
             return
         self._msg = Odometry()
-        self._pub = node.create_publisher(Odometry, params.odom_topic, 10)
+        sim.follow_model(lambda h: find_base(h.model) is not None, self._advertise)
         with sim.locked() as h:
             self._follow(h, node.streams.tree)
         node.streams.add(
@@ -47,9 +52,18 @@ class OdometryTopic:
             params.odom_rate,
             self._read,
             self._publish,
-            active=lambda: self._base is not None and anyone_reads(self._pub),
+            active=self._active,
             follow=self._follow,
         )
+
+    def _active(self) -> bool:
+        pub = self._pub  # made by a request's thread when a base first appears
+        return pub is not None and self._base is not None and anyone_reads(pub)
+
+    def _advertise(self, has_base: bool) -> None:
+        """The publisher, once a model has a base (outside the simulation's lock)."""
+        if has_base and self._pub is None:
+            self._pub = self._node.create_publisher(Odometry, self._topic, 10)
 
     def _follow(self, h: MujocoHandler, tree: FrameTree) -> None:
         """A new model: its base and the frames of its odometry."""
@@ -71,4 +85,5 @@ class OdometryTopic:
         fill_wxyz(msg.pose.pose.orientation, reading.quat)
         fill_xyz(msg.twist.twist.linear, reading.linear)
         fill_xyz(msg.twist.twist.angular, reading.angular)
-        self._pub.publish(msg)
+        if self._pub is not None:
+            self._pub.publish(msg)
