@@ -430,6 +430,18 @@ class SimParameters:
         "with foxglove_port: also write the Foxglove server's channels to this MCAP file "
         "(inside recordings_dir; it must not exist yet), from start to stop; empty = none",
     )
+    cmd_vel_topic: str = _p(
+        "cmd_vel",
+        "geometry_msgs/Twist (or TwistStamped, cmd_vel_stamped) velocity of the scene's "
+        "mobile base in its own frame (velocity actuators on a site of a moving model root)",
+    )
+    cmd_vel_stamped: bool = _p(False, "cmd_vel_topic takes geometry_msgs/TwistStamped")
+    odom_topic: str = _p(
+        "odom",
+        "nav_msgs/Odometry of the scene's mobile base (ground truth, in the odom frame; TF "
+        "world -> odom -> base)",
+    )
+    odom_rate: float = _p(50.0, "Hz (wall clock) of odom_topic", **_RATE)
     joint_command_topic: str = _p(
         "/joint_command",
         "sensor_msgs/JointState commands by joint name as ros2_control's JointStateTopicSystem "
@@ -461,6 +473,60 @@ class SimParameters:
         "control_msgs/FollowJointTrajectory action server per robot ({robot} = its name; "
         "what MoveIt's simple controller manager calls); its trajectory topic is "
         "~/joint_trajectory",
+    )
+    grippers: list[str] = _p(
+        [],
+        "grippers besides those found in the scene (joint equalities, sibling slide fingers "
+        "on position servos), one 'name: command_joint finger ...' entry each",
+    )
+    gripper_action: str = _p(
+        "{gripper}_controller/gripper_cmd",
+        "control_msgs/GripperCommand action server per gripper ({gripper} = its name; as "
+        "ros2_control's gripper controllers name it, what MoveIt's simple controller "
+        "manager calls)",
+    )
+    parallel_gripper_action: str = _p(
+        "{gripper}_parallel_controller/gripper_cmd",
+        "control_msgs/ParallelGripperCommand action server per gripper ({gripper} = its name)",
+    )
+    gripper_goal_tolerance: float = _p(
+        0.01,
+        "a gripper goal is reached within this distance of the command joint's target "
+        "(m or rad; ros2_control's gripper controller default)",
+        low=0.0,
+        high=1e3,
+    )
+    gripper_stall_velocity: float = _p(
+        0.001,
+        "a gripper whose fingers move no faster than this (m/s or rad/s) is not moving",
+        low=0.0,
+        high=1e3,
+    )
+    gripper_stall_timeout: float = _p(
+        1.0,
+        "sim seconds a gripper goal's fingers may not move, short of the goal, before it "
+        "ends stalled",
+        low=0.0,
+        high=1e6,
+    )
+    gripper_allow_stalling: bool = _p(
+        False, "a stalled gripper goal (an object grasped) ends SUCCEEDED instead of ABORTED"
+    )
+    lockstep_period: float = _p(
+        0.0,
+        "lockstep: sim seconds physics advances per command message received (on "
+        "joint_command_topic or ~/joint_targets; a whole number of timesteps), /clock and "
+        "joint_states published at the end of each period; no command, no advance; "
+        "0 = keep pace with the wall clock (real_time_factor)",
+        low=0.0,
+        high=1e3,
+    )
+    lockstep_timeout: float = _p(
+        1.0,
+        "wall seconds without a command after which ~/status says lockstep is paused "
+        "waiting for commands",
+        low=0.0,
+        high=1e6,
     )
     trajectory_rate: float = _p(
         100.0,

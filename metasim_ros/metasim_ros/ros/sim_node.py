@@ -37,6 +37,8 @@ from metasim_ros.core.sim.pool import plan_threads, usable_cores
 from metasim_ros.core.text import log_block
 from metasim_ros.ros import dds_profile, parameters
 from metasim_ros.ros.executor import DrainingExecutor
+from metasim_ros.ros.inputs.cmd_vel import CmdVel
+from metasim_ros.ros.inputs.grippers import GripperServers
 from metasim_ros.ros.inputs.joint_command import JointCommandSubscriber
 from metasim_ros.ros.inputs.joint_targets import JointTargets
 from metasim_ros.ros.inputs.trajectories import TrajectoryServer
@@ -52,6 +54,7 @@ from metasim_ros.ros.services.wrenches import WrenchServices
 from metasim_ros.ros.topics.cameras import CameraStreamer
 from metasim_ros.ros.topics.contacts import ContactTopics
 from metasim_ros.ros.topics.lidar import LidarTopics
+from metasim_ros.ros.topics.odometry import OdometryTopic
 from metasim_ros.ros.topics.rviz import RvizTopics
 from metasim_ros.ros.topics.sensors import SensorTopics
 from metasim_ros.ros.topics.streams import Streams
@@ -61,10 +64,10 @@ from metasim_ros.ros.topics.web import Viewers
 #: switch interval it then waits behind any busy callback thread for up to that long.
 SWITCH_INTERVAL = 2e-4
 #: Executor threads: every service group at its busiest (ServiceGroups.CONCURRENT), the
-#: command inputs (joint targets / commands, trajectory topic), a running trajectory
-#: goal (it waits in its thread) and a recording's topic taps, so an input never waits
-#: for a free thread.
-EXECUTOR_THREADS = CallbackGroups.CONCURRENT + 4
+#: command inputs (joint targets / commands, trajectory topic, cmd_vel), a running
+#: trajectory goal and a running gripper goal (each waits in its thread) and a
+#: recording's topic taps, so an input never waits for a free thread.
+EXECUTOR_THREADS = CallbackGroups.CONCURRENT + 6
 #: Middle-generation collections per full one once start-up is frozen (Python: 10).
 FULL_COLLECTION_EVERY = 100
 #: Seconds the callbacks in flight at a stop get to end, their replies sent (running goals
@@ -89,9 +92,12 @@ PARTS: tuple[type, ...] = (
     LidarTopics,
     ContactTopics,
     CameraStreamer,
+    OdometryTopic,
     JointTargets,
     JointCommandSubscriber,
     TrajectoryServer,
+    GripperServers,
+    CmdVel,
     StateServices,
     SimServices,
     WrenchServices,
@@ -152,6 +158,10 @@ class SimNode(PartsNode):
             log_error=lambda text: physics_errors(text.partition(":")[0], text),
         )
         self.sim.pause(p.paused)
+        try:
+            self.sim.loop.set_lockstep(p.lockstep_period, p.lockstep_timeout)
+        except ValueError as exc:
+            raise ConfigurationError(str(exc)) from None
 
         # what the parts share (ros/parts.py), then the parts, in order
         self.groups = CallbackGroups()

@@ -198,6 +198,11 @@ class SimulationAccess:
         with self._state_lock:
             return self._divergence_count, list(self._divergences)
 
+    def command_received(self) -> None:
+        """A command message arrived (applied or refused): in lockstep, one more period
+        of sim time (PhysicsLoop.grant)."""
+        self.loop.grant()
+
     def pause(self, paused: bool) -> None:
         """Pause, or resume (which also clears a halt); either ends a running `step`."""
         self._cancel_step()
@@ -278,7 +283,11 @@ class SimulationAccess:
         the sim time is the loop's record of it at the last release of the simulation."""
         t = self.loop.last_sim_time
         loop = self.loop
-        run = "paused" if loop.paused else f"running at real-time factor {loop.real_time_factor:g}"
+        run = (
+            "paused"
+            if loop.paused
+            else loop.lockstep_state() or f"running at real-time factor {loop.real_time_factor:g}"
+        )
         steps_per_second, measured_rtf = loop.rates()
         count, divergences = self.divergences
         text = (

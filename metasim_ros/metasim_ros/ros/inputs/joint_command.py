@@ -115,3 +115,5 @@ class JointCommandSubscriber:
         except RequestError as exc:
             topic = self._node.resolve_topic_name(place.name(self._topic))
             self._warn(f"joint_command {type(exc).__name__}", f"{topic} ignored: {exc}")
+        finally:
+            self._sim.command_received()

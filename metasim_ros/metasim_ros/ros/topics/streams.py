@@ -207,6 +207,9 @@ class Streams:
         self.observer: Callable[[str, Any], None] | None = None
         sim.on_change(self.publish_all_soon)
         sim.loop.add_tick(self.tick)
+        # lockstep: joint_states, then /clock, at the end of every period: a controller
+        # manager woken by /clock reads the joint states of the period it starts
+        sim.loop.add_period_end(lambda: self.publish_now("joint_state_rate", "clock_rate"))
 
     def _joint_publishers(self) -> None:
         """joint_states publishers for the layout's places (a robot's stays while its
@@ -278,6 +281,26 @@ class Streams:
             for s in self._streams.values():
                 s.due = 0.0
             self._next_due = 0.0
+
+    def publish_now(self, *names: str) -> None:
+        """These topics (rate parameter names) now, in this order, from one read (physics
+        thread, outside its lock); after a model change, at the next tick instead (which
+        rebuilds the layout first)."""
+        streams = [self._streams[n] for n in names]
+        streams = [s for s in streams if s.active is None or s.active()]
+        with self._sim.locked() as h:
+            current = h.model_version == self._layout.version
+            readings = [s.read(h) for s in streams] if current else []
+        if not current:
+            with self._timing:
+                for s in streams:
+                    s.due = 0.0
+                self._next_due = 0.0
+            return
+        for s, reading in zip(streams, readings):
+            if self.observer is not None:
+                self.observer("read", s.name)
+            s.publish(reading)
 
     def tick(self) -> None:
         """Publish the topics that are due (physics thread, between batches)."""
