@@ -284,23 +284,39 @@ class Streams:
 
     def publish_now(self, *names: str) -> None:
         """These topics (rate parameter names) now, in this order, from one read (physics
-        thread, outside its lock); after a model change, at the next tick instead (which
-        rebuilds the layout first)."""
+        thread, outside its lock): every item of a per-item stream (each env's or robot's
+        message); after a model change, at the next tick instead (which rebuilds the layout
+        first)."""
         streams = [self._streams[n] for n in names]
         streams = [s for s in streams if s.active is None or s.active()]
         with self._sim.locked() as h:
             current = h.model_version == self._layout.version
-            readings = [s.read(h) for s in streams] if current else []
+            readings = (
+                [
+                    [(None, s.read(h))]
+                    if s.items is None
+                    else [(k, s.read(h, k)) for k in range(s.items())]
+                    for s in streams
+                ]
+                if current
+                else []
+            )
         if not current:
             with self._timing:
                 for s in streams:
                     s.due = 0.0
                 self._next_due = 0.0
             return
-        for s, reading in zip(streams, readings):
+        for s, items in zip(streams, readings):
             if self.observer is not None:
                 self.observer("read", s.name)
-            s.publish(reading)
+            for k, reading in items:
+                if k is None:
+                    s.publish(reading)
+                elif reading is not None:
+                    if self.observer is not None:
+                        self.observer(s.label, k)
+                    s.publish(k, reading)
 
     def tick(self) -> None:
         """Publish the topics that are due (physics thread, between batches)."""
