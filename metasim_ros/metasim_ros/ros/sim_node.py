@@ -59,9 +59,9 @@ from metasim_ros.ros.topics.streams import Streams
 SWITCH_INTERVAL = 2e-4
 #: Executor threads: every service group at its busiest (ServiceGroups.CONCURRENT), the
 #: command inputs (joint targets / commands, trajectory topic), a running trajectory
-#: goal (it waits in its thread) and a recording's topic taps, so an input never waits
-#: for a free thread.
-EXECUTOR_THREADS = CallbackGroups.CONCURRENT + 4
+#: goal (it waits in its thread), a recording's topic taps and a camera capture (it
+#: waits for the camera thread), so an input never waits for a free thread.
+EXECUTOR_THREADS = CallbackGroups.CONCURRENT + 5
 #: Middle-generation collections per full one once start-up is frozen (Python: 10).
 FULL_COLLECTION_EVERY = 100
 #: Seconds the callbacks in flight at a stop get to end, their replies sent (running goals
