@@ -70,9 +70,9 @@ def main(seconds: float) -> None:
         import cv2
 
         bgr = np.ascontiguousarray(rgb[:, :, ::-1])
-        encoders["opencv"] = lambda: cv2.imencode(
-            ".jpg", bgr, [cv2.IMWRITE_JPEG_QUALITY, QUALITY]
-        )[1].tobytes()
+        encoders["opencv"] = lambda: cv2.imencode(".jpg", bgr, [cv2.IMWRITE_JPEG_QUALITY, QUALITY])[
+            1
+        ].tobytes()
     except ImportError:
         pass
     try:
@@ -88,9 +88,7 @@ def main(seconds: float) -> None:
         )
 
     def compressed_depth() -> bytes:
-        q, _, _ = images.quantize_inverse_depth(
-            depth, images.DEPTH_MAX, images.DEPTH_QUANTIZATION
-        )
+        q, _, _ = images.quantize_inverse_depth(depth, images.DEPTH_MAX, images.DEPTH_QUANTIZATION)
         return images.encode_png16(q)
 
     print(
