@@ -21,6 +21,8 @@ from rcl_interfaces.msg import Parameter as ParameterMsg
 from rcl_interfaces.msg import ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
+from simulation_interfaces import msg as sm
+from simulation_interfaces import srv as ss
 
 from metasim_ros.ros.qos import LATCHED_QOS
 from metasim_ros.scenes import default_scene_path
@@ -298,3 +300,42 @@ def test_capture_renders_the_current_sim_time_whatever_the_policy(camera_node, c
     assert not refused.successful and "camera_max_pixels" in refused.reason, refused.reason
     reply = client.call(CaptureCamera, f"{CAM}/capture", CaptureCamera.Request(), timeout=60.0)
     assert (reply.rgb.width, reply.rgb.height) == (40, 30)
+
+
+@pytest.mark.parametrize(
+    "policy, named",
+    [
+        ({"cameras.camera0.rate": -1.0}, "cameras.camera0.rate"),
+        ({"cameras.camera0.width": 4000, "cameras.camera0.height": 4000}, "camera_max_pixels"),
+    ],
+)
+def test_a_bad_camera_policy_stops_the_start_with_one_line(start_node, policy, named):
+    node = start_node({"paused": True, **policy})
+    node.wait_output(timeout=60)
+    assert node.proc.returncode == 1, node.output
+    lines = [line for line in node.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("sim_node: cannot start: "), node.output
+    assert named in lines[0], lines[0]
+
+
+def test_the_labels_follow_a_spawned_model(camera_node, client):
+    request = ss.SpawnEntity.Request(name="crate")
+    request.entity_resource.resource_string = (
+        '<mujoco><worldbody><body name="crate" pos="0 0 0.6"><freejoint/>'
+        '<geom name="crate_box" type="box" size="0.05 0.05 0.05"/></body></worldbody></mujoco>'
+    )
+    reply = client.call(ss.SpawnEntity, f"{NODE}/spawn_entity", request)
+    assert reply.result.result == sm.Result.RESULT_OK, reply.result.error_message
+    labels = client.wait_for_message(
+        SegmentationLabels,
+        f"{CAM}/segmentation/labels",
+        timeout=60.0,
+        qos=LATCHED_QOS,
+        predicate=lambda m: any(label.model == "crate" for label in m.labels),
+    )
+    crate = [label for label in labels.labels if label.model == "crate"]
+    # a spawned entity's elements are named under its name (README: one name per element)
+    assert [(label.body, label.geom) for label in crate] == [("crate", "crate/crate_box")]
+    # instance id = geom id + 1: the spawned model's geoms come after the scene's
+    assert crate[0].id == Truth(default_scene_path()).model.ngeom + 1
+    assert len({label.id for label in labels.labels}) == len(labels.labels)

@@ -334,9 +334,23 @@ class CameraStreamer:
         with sim.locked() as h:
             self._follow(h)
         check_pixels([t.size for t in self._topics], params.camera_max_pixels)
+        self._warn_unknown(node)
         self._thread = threading.Thread(target=self._run, name="cameras", daemon=True)
 
     # -- policies -------------------------------------------------------------------
+    def _warn_unknown(self, node: PartsNode) -> None:
+        """Say once which cameras.<name>.* settings given at start name no camera (a
+        typo would otherwise go unnoticed; a camera spawned later still takes them)."""
+        given = getattr(node, "_parameter_overrides", None) or {}  # rclpy keeps them here
+        unknown = sorted(
+            n for n in given if n.startswith("cameras.") and n.split(".")[1] not in self._pubs
+        )
+        if unknown:
+            node.get_logger().warning(
+                f"{', '.join(unknown)}: no such camera in the scene (cameras: "
+                f"{', '.join(self._pubs) or 'none'})"
+            )
+
     def _declare(self, name: str) -> None:
         for key, (default, description) in _SETTINGS.items():
             full = camera_parameter(name, key)
@@ -380,19 +394,11 @@ class CameraStreamer:
         return SetParametersResult(successful=True)
 
     def parameter_changed(self, name: str, _value: object) -> None:
-        """camera_rate or a camera's policy: the next frame waits the new period; sizes
-        and the segmentation mode rebuild the topics."""
-        if name.startswith("cameras.") or name == "segmentation_ids":
+        """camera_rate, segmentation_ids or a camera's policy: the topics are rebuilt, and
+        each camera's new period counts from now (not after the old one)."""
+        if name in ("camera_rate", "segmentation_ids") or name.startswith("cameras."):
             self._rebuild = True
-        if name == "camera_rate" or name.startswith("cameras."):
-            self.rate_changed()
-        elif name == "segmentation_ids":
             self._wake.set()
-
-    def rate_changed(self) -> None:
-        """camera_rate changed: its new period counts from now (not after the old one)."""
-        self._rebuild = True
-        self._wake.set()
 
     # -- the model ------------------------------------------------------------------
     def _follow(self, h: MujocoHandler) -> None:
