@@ -8,7 +8,11 @@ thread does per frame besides rendering):
   uses, and with OpenCV and simplejpeg when they are installed (how Pillow was chosen:
   `pip install opencv-python-headless simplejpeg` to compare);
 - compressedDepth (quantize + 16-bit PNG) fps;
-- one render (rgb + depth), for scale.
+- one render (rgb + depth), for scale;
+- sim_node's physics rate (real_time_factor 0, camera0 at its defaults, 640x480 at
+  15 Hz) with nothing of the camera read, with its raw images read, and with the cloud,
+  the segmentation and both compressed images read (one node; the three alternate within
+  each round, so other load on the machine falls on all three).
 
 Run with `make bench`, or: python bench/bench_perception.py [SECONDS per figure]
 """
@@ -24,6 +28,10 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
+import rclpy  # noqa: E402
+from bench_node import Probe, start_node, stop_node  # noqa: E402
+from metasim_msgs.srv import GetStates  # noqa: E402
+from sensor_msgs.msg import CompressedImage, Image, PointCloud2  # noqa: E402
 
 from metasim_ros.core import images  # noqa: E402
 from metasim_ros.core.scene.cameras import (  # noqa: E402
@@ -97,5 +105,55 @@ def main(seconds: float) -> None:
     )
 
 
+CAM = "/sim_node/camera0"
+READ = {
+    "nothing read": [],
+    "image_raw + depth read": [(Image, f"{CAM}/image_raw"), (Image, f"{CAM}/depth/image_raw")],
+    "points + segmentation + compressed + compressedDepth read": [
+        (PointCloud2, f"{CAM}/points"),
+        (Image, f"{CAM}/segmentation"),
+        (CompressedImage, f"{CAM}/image_raw/compressed"),
+        (CompressedImage, f"{CAM}/depth/image_raw/compressedDepth"),
+    ],
+}
+
+
+def physics_with_products(window: float, rounds: int = 4) -> None:
+    timestep = mujoco.MjModel.from_xml_path(default_scene_path()).opt.timestep
+    rclpy.init()
+    probe = Probe()
+    node = start_node(real_time_factor=0.0)
+    try:
+        probe.wait_service(probe.node.create_client(GetStates, "/sim_node/get_states"))
+        rates: dict[str, list[float]] = {k: [] for k in READ}
+        for _ in range(rounds):
+            for name, topics in READ.items():
+                got = [0]
+                subs = [
+                    probe.node.create_subscription(
+                        kind, topic, lambda _m, g=got: g.__setitem__(0, g[0] + 1), 2
+                    )
+                    for kind, topic in topics
+                ]
+                end = time.monotonic() + 60.0
+                while topics and got[0] < len(topics) and time.monotonic() < end:
+                    probe.spin_for(0.1)  # the first frames: the renderer is made
+                probe.spin_for(0.3)
+                c0, t0 = probe.clock, time.monotonic()
+                probe.spin_for(window)
+                rates[name].append((probe.clock - c0) / timestep / (time.monotonic() - t0))
+                for sub in subs:
+                    probe.node.destroy_subscription(sub)
+        quiet = np.median(rates["nothing read"])
+        print(f"sim_node physics, rtf 0, camera0 640x480 at 15 Hz ({rounds} rounds, medians):")
+        for name, values in rates.items():
+            print(f"  {name}: {np.median(values):,.0f} steps/s ({np.median(values) / quiet:.2f})")
+    finally:
+        stop_node(node)
+        rclpy.try_shutdown()
+
+
 if __name__ == "__main__":
-    main(float(sys.argv[1]) if len(sys.argv) > 1 else 3.0)
+    seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 3.0
+    main(seconds)
+    physics_with_products(seconds)
