@@ -202,6 +202,16 @@ def test_compressed_images_decode_as_image_transport_decodes_them(camera_node, c
     # quality 95 with 4:2:0 chroma, on a small image of sharp edges: 33-34 dB here; a
     # swapped channel order or another frame is far below
     assert error.mean() < 3.0 and psnr > 30, (error.mean(), psnr)
+    # jpeg_quality: a coarser quantization, a smaller file, a larger error
+    assert _set(client, "jpeg_quality", 20).successful
+    coarse = client.wait_for_message(
+        CompressedImage,
+        f"{CAM}/image_raw/compressed",
+        timeout=60.0,
+        predicate=lambda m: len(m.data) < 0.7 * len(jpeg.data),
+    )
+    decoded = np.asarray(PilImage.open(io.BytesIO(bytes(coarse.data))).convert("RGB"))
+    assert np.abs(decoded.astype(int) - rgb).mean() > error.mean()
 
     depth_msg = client.wait_for_message(Image, f"{CAM}/depth/image_raw", timeout=60.0)
     packed = client.wait_for_message(
@@ -339,3 +349,25 @@ def test_the_labels_follow_a_spawned_model(camera_node, client):
     # instance id = geom id + 1: the spawned model's geoms come after the scene's
     assert crate[0].id == Truth(default_scene_path()).model.ngeom + 1
     assert len({label.id for label in labels.labels}) == len(labels.labels)
+
+
+def test_a_product_nobody_reads_any_more_is_given_back(camera_node, client):
+    """What reading the cloud took goes back as the raw images' does: its publisher,
+    which keeps its last frames while it lives, is made anew once its reader leaves."""
+    topic = f"{CAM}/points"
+
+    def publishers() -> set[bytes]:
+        return {bytes(i.endpoint_gid) for i in client.node.get_publishers_info_by_topic(topic)}
+
+    client.spin_until(lambda: len(publishers()) == 1, 20.0, "the points publisher")
+    before = publishers()
+    got: list[PointCloud2] = []
+    sub = client.node.create_subscription(PointCloud2, topic, got.append, 2)
+    client.spin_until(lambda: len(got) >= 2, 60.0, "two clouds")
+    assert publishers() == before  # kept while read
+    client.node.destroy_subscription(sub)
+    client.spin_until(
+        lambda: len(publishers()) == 1 and not publishers() & before,
+        20.0,
+        "the points publisher made anew once nobody reads",
+    )
