@@ -280,7 +280,8 @@ class SimParameters:
         "most pixels of all camera images together (camera_width x camera_height x the "
         "model's cameras); a scene or model change with more is refused. While images are "
         "read the node holds up to about 50 bytes per pixel (renderer, image buffers, the last 2 "
-        "frames DDS keeps per image topic), given back once nobody reads, and publishes "
+        "frames DDS keeps per image topic; the point cloud about 50 more), given back once "
+        "nobody reads, and publishes "
         "each image in one call that holds the Python interpreter",
         low=1,
     )
