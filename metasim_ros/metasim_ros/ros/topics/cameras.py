@@ -544,6 +544,10 @@ class CameraStreamer:
     # -- capture --------------------------------------------------------------------
     def _capture(self, name: str, response: CaptureCamera.Response) -> CaptureCamera.Response:
         """~/<camera>/capture: the camera thread renders rgb + depth of one sim time."""
+        if not self._thread.is_alive():
+            response.success = False
+            response.message = "camera rendering is not running (see the node's log)"
+            return response
         call = _Capture(name)
         self._captures.put(call)
         self._wake.set()
