@@ -482,17 +482,17 @@ class CameraStreamer:
             self._refuse_captures("camera rendering stopped")
 
     def _tick(self) -> None:
-        """Publish what is read now of the cameras that are due; free what nobody reads."""
-        now = time.monotonic()
-        due = [t for t in self._topics if t.enabled and t.due <= now]
-        for t in due:
-            t.due += t.period
-            if t.due <= now:  # fell behind: the next one a period from now
-                t.due = now + t.period
+        """Publish what is read now of the cameras that are due; free what nobody reads.
+        A camera's next frame is a period after this one went out (rendering takes a
+        period's share, never all of it, however slow the machine)."""
+        due = [t for t in self._topics if t.enabled and t.due <= time.monotonic()]
         wanted = [(t, t.pubs.readers()) for t in due]
         wanted = [(t, read) for t, read in wanted if any(read)]
         if wanted:
             self._publish(wanted)
+        done = time.monotonic()
+        for t in due:
+            t.due = done + t.period
         reading = any(
             any(read[i] for i in _IMAGES) for t in self._topics for read in [t.pubs.readers()]
         )
