@@ -485,18 +485,15 @@ class CameraStreamer:
         """Publish what is read now of the cameras that are due; free what nobody reads.
         A camera's next frame is a period after this one went out (rendering takes a
         period's share, never all of it, however slow the machine)."""
+        read = {t.name: t.pubs.readers() for t in self._topics}
         due = [t for t in self._topics if t.enabled and t.due <= time.monotonic()]
-        wanted = [(t, t.pubs.readers()) for t in due]
-        wanted = [(t, read) for t, read in wanted if any(read)]
+        wanted = [(t, read[t.name]) for t in due if any(read[t.name])]
         if wanted:
             self._publish(wanted)
         done = time.monotonic()
         for t in due:
             t.due = done + t.period
-        reading = any(
-            any(read[i] for i in _IMAGES) for t in self._topics for read in [t.pubs.readers()]
-        )
-        if not reading:
+        if not any(r[i] for r in read.values() for i in _IMAGES):
             self._release()
         for pubs in self._pubs.values():
             pubs.release_unread()
