@@ -12,15 +12,12 @@ Run with `make bench` (or inside `. tools/env.sh`): python bench/bench_services.
 
 from __future__ import annotations
 
-import os
-import random
 import sys
 import time
 from pathlib import Path
 
-os.environ["ROS_DOMAIN_ID"] = str(random.randint(11, 99))
-os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-
+sys.path.insert(0, str(Path(__file__).parent))
+import domain  # noqa: E402,F401  (a ROS domain of this run's own)
 import numpy as np  # noqa: E402
 import rclpy  # noqa: E402
 from metasim_msgs.srv import GetStates, SetStates  # noqa: E402

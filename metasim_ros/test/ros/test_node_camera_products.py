@@ -14,8 +14,9 @@ import time
 import mujoco
 import numpy as np
 import pytest
-from metasim_msgs.msg import SegmentationLabels
-from metasim_msgs.srv import CaptureCamera, Step
+from metasim_msgs.msg import JointState as MsJointState
+from metasim_msgs.msg import ModelState, SegmentationLabels, WorldState
+from metasim_msgs.srv import CaptureCamera, SetStates, Step
 from PIL import Image as PilImage
 from rcl_interfaces.msg import Parameter as ParameterMsg
 from rcl_interfaces.msg import ParameterType, ParameterValue
@@ -371,3 +372,42 @@ def test_a_product_nobody_reads_any_more_is_given_back(camera_node, client):
         20.0,
         "the points publisher made anew once nobody reads",
     )
+
+
+def test_each_env_captures_its_own_camera(start_node, client):
+    """With env_namespaces, /env_<k>/<camera>/capture renders env k, in env k's frame."""
+    start_node(
+        {
+            "paused": True,
+            "num_envs": 2,
+            "env_namespaces": True,
+            "camera_width": W,
+            "camera_height": H,
+        }
+    ).wait_serving(client)
+    turn = {"panda_joint1": 0.9, "panda_joint2": -0.6}
+    state = WorldState(
+        env_id=1,
+        model_states=[
+            ModelState(
+                name="franka",
+                field_mask=ModelState.JOINT_POSITIONS,
+                joint_states=[MsJointState(name=n, position=[v]) for n, v in turn.items()],
+            )
+        ],
+    )
+    assert client.call(SetStates, f"{NODE}/set_states", SetStates.Request(states=[state])).success
+    for env, joints in ((0, {}), (1, turn)):
+        reply = client.call(CaptureCamera, f"/env_{env}/camera0/capture", CaptureCamera.Request())
+        assert reply.success, reply.message
+        assert reply.depth.header.frame_id == f"env_{env}/camera0_optical_frame"
+        truth = Truth(default_scene_path())
+        for name, value in joints.items():
+            truth.set_joint(name, value)
+        truth.forward()
+        with mujoco.Renderer(truth.model, H, W) as renderer:
+            renderer.enable_depth_rendering()
+            renderer.update_scene(truth.data, camera="camera0")
+            expected = renderer.render()
+        depth = np.frombuffer(bytes(reply.depth.data), np.float32).reshape(H, W)
+        np.testing.assert_allclose(depth, expected, rtol=1e-4, err_msg=f"env {env}")

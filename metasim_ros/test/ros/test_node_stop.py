@@ -5,7 +5,7 @@ the state the way a user does (services, actions, subscriptions), then SIGINT. E
 is checked by stopping.StopCheck (exit 0 in time, one line, no traceback, the graph left,
 no shared memory or temporary file behind); goals and steps running at the time end with
 a reply saying the node is shutting down. The idle node: test_sim_node.py's
-test_a_stopped_node_leaves_the_graph_at_once. Recording does not exist yet."""
+test_a_stopped_node_leaves_the_graph_at_once."""
 
 from __future__ import annotations
 

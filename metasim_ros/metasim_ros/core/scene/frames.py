@@ -56,9 +56,11 @@ class FrameTree:
     (and to an optical frame's). No two frames share a name.
     """
 
-    def __init__(self, model: mujoco.MjModel, prefix: str = "") -> None:
+    def __init__(self, model: mujoco.MjModel, prefix: str = "", world: str | None = None) -> None:
+        """world: the world frame when it is not `prefix` + 'world' (each env of a node
+        has a prefix of its own, and all of them hang from one world)."""
         table = element_names(model)
-        self.world = world_frame(prefix)
+        self.world = world_frame(prefix) if world is None else world
         #: TF frame of every body, by body id (the world's is `world`).
         self.body_frames = [self.world] + [prefix + n for n in table.body[1:]]
         name = self.body_frames.__getitem__

@@ -123,18 +123,19 @@ class _CameraPublishers:
         (Image, "segmentation"),
     )
 
-    def __init__(self, node: Node, name: str) -> None:
+    def __init__(self, node: Node, base: str) -> None:
+        """base: the camera's topic namespace (`~/<camera>`, or `/env_<i>/<camera>`)."""
         self._node = node
-        self._name = name
+        self._base = base
         self.pubs: list[Publisher] = [self._create(i) for i in range(len(self.KINDS))]
         self._held = [False] * len(self.KINDS)  # has published since it was created
         self.labels = node.create_publisher(
-            SegmentationLabels, f"~/{name}/segmentation/labels", LATCHED_QOS
+            SegmentationLabels, f"{base}/segmentation/labels", LATCHED_QOS
         )
 
     def _create(self, index: int) -> Publisher:
         kind, topic = self.KINDS[index]
-        return self._node.create_publisher(kind, f"~/{self._name}/{topic}", IMAGE_QOS)
+        return self._node.create_publisher(kind, f"{self._base}/{topic}", IMAGE_QOS)
 
     def readers(self) -> list[bool]:
         """Whether someone reads each topic now (KINDS' order; ~1 us each)."""
@@ -180,9 +181,13 @@ class _Policy:
     width: int
     height: int
 
+    @property
+    def size(self) -> tuple[int, int]:
+        return self.width, self.height
+
 
 class _CameraTopics:
-    """The messages of one camera for the current model and its size."""
+    """The messages of one camera of one env for the current model and its size."""
 
     def __init__(
         self,
@@ -192,8 +197,10 @@ class _CameraTopics:
         name: str,
         policy: _Policy,
         frame: str,
+        env: int,
     ) -> None:
         self.cam_id, self.name, self.pubs, self.frame = cam_id, name, pubs, frame
+        self.env = env
         width, height = self.size = (policy.width, policy.height)
         self.period = 1.0 / policy.rate
         self.enabled = policy.enabled
@@ -286,8 +293,8 @@ class _CameraTopics:
 class _Capture:
     """One ~/<camera>/capture call, handed to the camera thread."""
 
-    def __init__(self, name: str) -> None:
-        self.name = name
+    def __init__(self, base: str) -> None:
+        self.base = base  # the camera's topic namespace: which env's camera
         self.done = threading.Event()
         self.response = CaptureCamera.Response()
 
@@ -308,8 +315,9 @@ def camera_parameter(camera: str, key: str) -> str:
 
 
 class CameraStreamer:
-    """Renders environment 0's cameras, each at its rate, for the cameras someone watches,
-    and answers their ~/<camera>/capture services.
+    """Renders environment 0's cameras (every env's, each under its namespace, with
+    env_namespaces), each at its rate, for the cameras someone watches, and answers their
+    ~/<camera>/capture services.
 
     Follows model changes in its own thread: when the model version changes it rebuilds
     its topics (a camera's publishers stay while its name does), its MjData copy and its
@@ -321,8 +329,10 @@ class CameraStreamer:
         self._sim = sim
         self._params = params
         self._log_error = node.get_logger().error
-        self._pubs: dict[str, _CameraPublishers] = {}
-        self._services: dict[str, object] = {}
+        self._placement = node.placement
+        self._pubs: dict[str, _CameraPublishers] = {}  # by topic namespace
+        self._services: dict[str, object] = {}  # by topic namespace
+        self._names: list[str] = []  # the model's cameras
         self._topics: list[_CameraTopics] = []
         self._renderer: CameraRenderer | None = None
         self._frames: dict[tuple[int, int], _Frame] = {}
@@ -333,7 +343,7 @@ class CameraStreamer:
         node.add_on_set_parameters_callback(self._check_parameters)
         with sim.locked() as h:
             self._follow(h)
-        check_pixels([t.size for t in self._topics], params.camera_max_pixels)
+        check_pixels([self._policy(n).size for n in self._names], params.camera_max_pixels)
         self._warn_unknown(node)
         self._thread = threading.Thread(target=self._run, name="cameras", daemon=True)
 
@@ -343,12 +353,12 @@ class CameraStreamer:
         typo would otherwise go unnoticed; a camera spawned later still takes them)."""
         given = getattr(node, "_parameter_overrides", None) or {}  # rclpy keeps them here
         unknown = sorted(
-            n for n in given if n.startswith("cameras.") and n.split(".")[1] not in self._pubs
+            n for n in given if n.startswith("cameras.") and n.split(".")[1] not in self._names
         )
         if unknown:
             node.get_logger().warning(
                 f"{', '.join(unknown)}: no such camera in the scene (cameras: "
-                f"{', '.join(self._pubs) or 'none'})"
+                f"{', '.join(self._names) or 'none'})"
             )
 
     def _declare(self, name: str) -> None:
@@ -383,10 +393,7 @@ class CameraStreamer:
         changed = {p.name: p.value for p in params if p.name.startswith("cameras.")}
         if not changed:
             return SetParametersResult(successful=True)
-        sizes = []
-        for name in self._pubs:
-            policy = self._policy(name, changed)
-            sizes.append((policy.width, policy.height))
+        sizes = [self._policy(name, changed).size for name in self._names]
         try:
             check_pixels(sizes, self._params.camera_max_pixels)
         except ResourceError as exc:
@@ -404,26 +411,31 @@ class CameraStreamer:
     def _follow(self, h: MujocoHandler) -> None:
         """Build topics, services, copy buffer and (lazily) renderer for the handler's
         current model; called with the simulation held."""
-        model = h.model
+        model, place = h.model, self._placement
         self._version = h.model_version
         names = list(h.cameras)
-        for gone in set(self._pubs) - set(names):
+        self._places = []  # (env, camera id, camera name, topic namespace, optical frame)
+        for env in place.envs():
+            frames = FrameTree(model, place.frame_prefix(env.env), place.world).optical_frames
+            for c, name in enumerate(names):
+                self._places.append((env.env or 0, c, name, env.name(f"~/{name}"), frames[c]))
+        bases = {base for _, _, _, base, _ in self._places}
+        for gone in set(self._pubs) - bases:
             self._pubs.pop(gone).destroy()
             self._node.destroy_service(self._services.pop(gone))
-        for name in names:
-            if name not in self._pubs:
-                self._declare(name)
-                self._pubs[name] = _CameraPublishers(self._node, name)
-                self._services[name] = self._node.create_service(
+        for _, _, name, base, _ in self._places:
+            self._declare(name)
+            if base not in self._pubs:
+                self._pubs[base] = _CameraPublishers(self._node, base)
+                self._services[base] = self._node.create_service(
                     CaptureCamera,
-                    f"~/{name}/capture",
-                    lambda req, res, n=name: self._capture(n, res),
+                    f"{base}/capture",
+                    lambda req, res, b=base: self._capture(b, res),
                     callback_group=self._node.groups.capture,
                 )
         self._model = model
         self._models = list(h.models)
         self._names = names
-        self._optical = FrameTree(model, self._params.frame_prefix).optical_frames
         self._copy = mujoco.MjData(model)
         self._release()  # its GL context belongs to this (camera) thread
         self._build_topics()
@@ -435,11 +447,11 @@ class CameraStreamer:
         self._seg_ids = SegmentationIds(self._model, self._models, self._params.segmentation_ids)
         sizes = [t.size for t in self._topics]
         self._topics = []
-        for c, name in enumerate(self._names):
-            policy = self._policy(name)
-            topics = _CameraTopics(self._pubs[name], self._model, c, name, policy, self._optical[c])
+        for env, c, name, base, frame in self._places:
+            pubs = self._pubs[base]
+            topics = _CameraTopics(pubs, self._model, c, name, self._policy(name), frame, env)
             self._topics.append(topics)
-            self._pubs[name].labels.publish(topics.labels(self._seg_ids, self._copy.time))
+            pubs.labels.publish(topics.labels(self._seg_ids, self._copy.time))
         if [t.size for t in self._topics] != sizes:
             self._release()  # the renderer and buffers are per size
 
@@ -485,9 +497,9 @@ class CameraStreamer:
         """Publish what is read now of the cameras that are due; free what nobody reads.
         A camera's next frame is a period after this one went out (rendering takes a
         period's share, never all of it, however slow the machine)."""
-        read = {t.name: t.pubs.readers() for t in self._topics}
+        read = {id(t): t.pubs.readers() for t in self._topics}
         due = [t for t in self._topics if t.enabled and t.due <= time.monotonic()]
-        wanted = [(t, read[t.name]) for t in due if any(read[t.name])]
+        wanted = [(t, read[id(t)]) for t in due if any(read[id(t)])]
         if wanted:
             self._publish(wanted)
         done = time.monotonic()
@@ -498,25 +510,29 @@ class CameraStreamer:
         for pubs in self._pubs.values():
             pubs.release_unread()
 
-    def _sync(self) -> bool:
-        """Copy env 0's synced MjData; False when the model changed (then followed)."""
+    def _sync(self, env: int) -> bool:
+        """Copy env `env`'s synced MjData; False when the model changed (then followed)."""
         with self._sim.locked() as h:
             if h.model_version != self._version:  # changed since the topics were chosen
                 self._follow(h)
                 return False
-            h.copy_synced(0, self._copy)
+            h.copy_synced(env, self._copy)
         return True
 
     def _publish(self, wanted: list[tuple[_CameraTopics, list[bool]]]) -> None:
-        if not self._sync():
-            return
+        """Each env's cameras read, from one copy of that env (taken under the lock)."""
         quality = self._params.jpeg_quality
-        for t, read in wanted:
-            frame = None
-            if any(read[i] for i in _IMAGES):
-                frame = self._frame_buffers(t.size)
-                t.render(self._renderer, self._copy, frame, read, self._seg_ids)
-            t.publish(frame, read, self._copy.time, quality)
+        for env in sorted({t.env for t, _ in wanted}):
+            if not self._sync(env):
+                return
+            for t, read in wanted:
+                if t.env != env:
+                    continue
+                frame = None
+                if any(read[i] for i in _IMAGES):
+                    frame = self._frame_buffers(t.size)
+                    t.render(self._renderer, self._copy, frame, read, self._seg_ids)
+                t.publish(frame, read, self._copy.time, quality)
 
     def _frame_buffers(self, size: tuple[int, int]) -> _Frame:
         """The renderer and the image buffers of one size, made when images are read."""
@@ -539,13 +555,13 @@ class CameraStreamer:
         self._frames = {}
 
     # -- capture --------------------------------------------------------------------
-    def _capture(self, name: str, response: CaptureCamera.Response) -> CaptureCamera.Response:
+    def _capture(self, base: str, response: CaptureCamera.Response) -> CaptureCamera.Response:
         """~/<camera>/capture: the camera thread renders rgb + depth of one sim time."""
         if not self._thread.is_alive():
             response.success = False
             response.message = "camera rendering is not running (see the node's log)"
             return response
-        call = _Capture(name)
+        call = _Capture(base)
         self._captures.put(call)
         self._wake.set()
         if not call.done.wait(CAPTURE_TIMEOUT):
@@ -562,11 +578,14 @@ class CameraStreamer:
                 return
             res = call.response
             try:
-                if not self._sync() or call.name not in self._names:
+                t = next((t for t in self._topics if t.pubs is self._pubs.get(call.base)), None)
+                if t is None:
                     res.success = False
-                    res.message = f"camera {call.name!r} is not in the current model"
+                    res.message = f"{call.base}: no such camera in the current model"
+                elif not self._sync(t.env):
+                    res.success = False
+                    res.message = "the model changed while the capture waited: call again"
                 else:
-                    t = self._topics[self._names.index(call.name)]
                     frame = self._frame_buffers(t.size)
                     self._renderer.render_into(self._copy, t.cam_id, frame.rgb, frame.depth)
                     now = stamp(self._copy.time)
@@ -580,7 +599,7 @@ class CameraStreamer:
                     for msg in (res.rgb, res.depth, res.camera_info):
                         msg.header.stamp = now
                     res.success = True
-                    res.message = f"{call.name} at sim time {self._copy.time:.6f}"
+                    res.message = f"{t.name} at sim time {self._copy.time:.6f}"
             finally:
                 call.done.set()
 
