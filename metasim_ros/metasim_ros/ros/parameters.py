@@ -48,6 +48,7 @@ from metasim_ros.core.errors import ConfigurationError
 from metasim_ros.core.paths import ros_home
 from metasim_ros.core.scene.budget import ModelLimits
 from metasim_ros.core.scene.markers import NUM_GROUPS, VISIBLE_GROUPS
+from metasim_ros.core.scene.segmentation import MODES as SEGMENTATION_MODES
 from metasim_ros.core.sim.access import DIVERGENCE_POLICIES
 
 #: Largest ROS integer parameter (int64): the upper end of ranges with no upper bound.
@@ -299,9 +300,24 @@ class SimParameters:
         "most pixels of all camera images together (camera_width x camera_height x the "
         "model's cameras); a scene or model change with more is refused. While images are "
         "read the node holds up to about 50 bytes per pixel (renderer, image buffers, the last 2 "
-        "frames DDS keeps per image topic), given back once nobody reads, and publishes "
+        "frames DDS keeps per image topic; the point cloud about 50 more), given back once "
+        "nobody reads, and publishes "
         "each image in one call that holds the Python interpreter",
         low=1,
+    )
+    jpeg_quality: int = _p(
+        95,
+        "JPEG quality of ~/<camera>/image_raw/compressed (image_transport's default)",
+        dynamic=True,
+        low=1,
+        high=100,
+    )
+    segmentation_ids: str = _p(
+        "instance",
+        "ids of ~/<camera>/segmentation: 'instance' (one per geom) or 'semantic' (one per "
+        "model); ~/<camera>/segmentation/labels names them",
+        dynamic=True,
+        choices=SEGMENTATION_MODES,
     )
     render_quality: str = _p(
         "fast",

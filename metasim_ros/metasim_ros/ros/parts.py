@@ -62,6 +62,8 @@ class CallbackGroups:
         self.writes: CallbackGroup = MutuallyExclusiveCallbackGroup()
         #: step and pause: a running step can be ended by a pause or a newer step.
         self.stepping: CallbackGroup = ReentrantCallbackGroup()
+        #: ~/<camera>/capture: one at a time (each waits for the camera thread's render).
+        self.capture: CallbackGroup = MutuallyExclusiveCallbackGroup()
 
 
 class Periodic(Protocol):

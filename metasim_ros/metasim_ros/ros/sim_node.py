@@ -65,9 +65,10 @@ from metasim_ros.ros.topics.web import Viewers
 SWITCH_INTERVAL = 2e-4
 #: Executor threads: every service group at its busiest (ServiceGroups.CONCURRENT), the
 #: command inputs (joint targets / commands, trajectory topic, cmd_vel), a running
-#: trajectory goal and a running gripper goal (each waits in its thread) and a
-#: recording's topic taps, so an input never waits for a free thread.
-EXECUTOR_THREADS = CallbackGroups.CONCURRENT + 6
+#: trajectory goal and a running gripper goal (each waits in its thread), a recording's
+#: topic taps and a camera capture (it waits for the camera thread), so an input never
+#: waits for a free thread.
+EXECUTOR_THREADS = CallbackGroups.CONCURRENT + 7
 #: Middle-generation collections per full one once start-up is frozen (Python: 10).
 FULL_COLLECTION_EVERY = 100
 #: Seconds the callbacks in flight at a stop get to end, their replies sent (running goals
