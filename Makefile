@@ -3,6 +3,8 @@
 SHELL := /bin/bash
 ENV := . tools/env.sh &&
 PYTEST_ARGS ?=
+# `make run` serves the web page here (the node logs the address; WEB_PORT=0: no page)
+WEB_PORT ?= 8080
 
 .PHONY: run test bench bootstrap clean
 
@@ -10,7 +12,7 @@ bootstrap:
 	@tools/bootstrap.sh
 
 run: bootstrap
-	@$(ENV) exec install/metasim_ros/lib/metasim_ros/sim_node $(ARGS)
+	@$(ENV) exec install/metasim_ros/lib/metasim_ros/sim_node --ros-args -p web_port:=$(WEB_PORT) -- $(ARGS)
 
 test: bootstrap
 	@$(ENV) tools/run_tests.sh $(PYTEST_ARGS)

@@ -20,15 +20,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-os.environ["ROS_DOMAIN_ID"] = str(random.randint(102, 200))
-os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+sys.path.insert(0, str(Path(__file__).parent))
+import domain  # noqa: E402,F401  (a ROS domain of this run's own)
+
 os.environ.setdefault("MUJOCO_GL", "egl")
 for _variable in ("FASTDDS_DEFAULT_PROFILES_FILE", "FASTDDS_BUILTIN_TRANSPORTS"):
     os.environ.pop(_variable, None)  # a user who configured nothing of Fast DDS

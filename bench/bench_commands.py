@@ -1,7 +1,8 @@
 # Copyright 2026 metasim_ros developers
 # SPDX-License-Identifier: Apache-2.0
-"""Commands: what executing a trajectory costs the physics, and how soon a command on
-/joint_command shows in joint_states.
+"""Commands: what executing a trajectory costs the physics, how soon a command on
+/joint_command shows in joint_states, and the sim-time periods a 50 Hz controller on sim
+time sees, free-running and in lockstep (`lockstep_period`).
 
 Prints ratios and percentiles measured in one run. Run with `make bench` (or inside
 `. tools/env.sh`: python bench/bench_commands.py).
@@ -20,6 +21,7 @@ from builtin_interfaces.msg import Duration
 from control_msgs.action import FollowJointTrajectory
 from metasim_msgs.srv import GetStates
 from rclpy.action import ActionClient
+from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
@@ -158,6 +160,56 @@ def command_latency(probe: Probe, rate_hz: float) -> None:
     )
 
 
+def _spread(ticks: list[int]) -> str:
+    periods = np.diff(np.array(ticks)) / 1e6  # ms of sim time
+    return (
+        f"periods min {periods.min():.3f} / p50 {np.percentile(periods, 50):.3f} / max "
+        f"{periods.max():.3f} ms, jitter (max - min) {periods.max() - periods.min():.3f} ms"
+    )
+
+
+def controller_periods(lockstep: bool, ticks_wanted: int = 300) -> None:
+    """A 50 Hz controller on sim time: free-running, it ticks on the first /clock at or
+    past each 20 ms boundary (as a sim-time rate does); in lockstep it answers every
+    period's joint_states with its command. The sim-time periods between its ticks."""
+    ticks: list[int] = []
+    t0 = time.perf_counter()
+    probe = Probe()
+    pub = probe.node.create_publisher(JointState, "/joint_command", 10)
+    hold = JointState(name=["panda_joint1"], position=[0.0])
+    if lockstep:
+
+        def on_states(m: JointState) -> None:
+            t = m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec
+            if not ticks or t != ticks[-1]:
+                ticks.append(t)
+                pub.publish(hold)
+
+        probe.node.create_subscription(JointState, "/joint_states", on_states, 10)
+    else:
+        due = [0]
+
+        def on_clock(m) -> None:
+            t = m.clock.sec * 1_000_000_000 + m.clock.nanosec
+            if t >= due[0]:
+                ticks.append(t)
+                due[0] = (t // 20_000_000 + 1) * 20_000_000
+                pub.publish(hold)
+
+        probe.node.create_subscription(Clock, "/clock", on_clock, 10)
+    end = time.monotonic() + 60
+    while len(ticks) < ticks_wanted and time.monotonic() < end:
+        rclpy.spin_once(probe.node, timeout_sec=0.01)
+    wall = time.perf_counter() - t0
+    mode = "lockstep 0.02 s" if lockstep else "free-running, rtf 1"
+    print(
+        f"50 Hz controller on sim time, {mode}: {len(ticks)} ticks; {_spread(ticks[5:])}"
+        + (f"; {len(ticks) / wall:.0f} periods per wall s" if lockstep else "")
+        + (" (target jitter 0)" if lockstep else "")
+    )
+    probe.node.destroy_node()
+
+
 def main() -> None:
     core_ratio()
     timestep = mujoco.MjModel.from_xml_path(default_scene_path()).opt.timestep
@@ -173,6 +225,13 @@ def main() -> None:
     try:
         probe.wait_service(probe.node.create_client(GetStates, "/sim_node/get_states"))
         command_latency(probe, 50.0)
+        controller_periods(lockstep=False)
+    finally:
+        stop_node(node)
+    node = start_node(lockstep_period=0.02)
+    try:
+        probe.wait_service(probe.node.create_client(GetStates, "/sim_node/get_states"))
+        controller_periods(lockstep=True)
     finally:
         stop_node(node)
         rclpy.try_shutdown()

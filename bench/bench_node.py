@@ -9,15 +9,15 @@ Run with `make bench` (or inside `. tools/env.sh`).
 from __future__ import annotations
 
 import os
-import random
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-os.environ["ROS_DOMAIN_ID"] = str(random.randint(11, 99))
-os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+sys.path.insert(0, str(Path(__file__).parent))
+import domain  # noqa: E402,F401  (a ROS domain of this run's own)
+
 os.environ.setdefault("MUJOCO_GL", "egl")
 
 import mujoco  # noqa: E402

@@ -19,13 +19,11 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-import rclpy
-from metasim_msgs.srv import GetStates
-from rcl_interfaces.srv import SetParameters
-
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_node import (  # noqa: E402, I001 - first: it sets the ROS domain
+import domain  # noqa: E402,F401  (a ROS domain of this run's own)
+import numpy as np  # noqa: E402
+import rclpy  # noqa: E402
+from bench_node import (  # noqa: E402
     Probe,
     _set_parameters,
     start_echo,
@@ -33,6 +31,8 @@ from bench_node import (  # noqa: E402, I001 - first: it sets the ROS domain
     stop_all,
 )
 from echo_server import calls as bench_calls  # noqa: E402
+from metasim_msgs.srv import GetStates  # noqa: E402
+from rcl_interfaces.srv import SetParameters  # noqa: E402
 
 CALLS = 500
 WARM_UP = 20

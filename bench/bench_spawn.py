@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import signal
 import statistics
 import subprocess
@@ -135,8 +134,8 @@ def urdf_chain(links: int) -> str:
 
 
 def node_spawns(package: Path) -> None:
-    os.environ.setdefault("ROS_DOMAIN_ID", str(random.randint(11, 99)))
-    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    sys.path.insert(0, str(Path(__file__).parent))
+    import domain  # noqa: F401  (a ROS domain of this run's own)
     import rclpy
     from metasim_msgs.srv import GetStates
     from rclpy.node import Node

@@ -82,3 +82,37 @@ def contact_wrench(m: mujoco.MjModel, d: mujoco.MjData, body: int) -> np.ndarray
         out[:3] += fw
         out[3:] += tw + np.cross(c.pos - d.xpos[body], fw)
     return out
+
+
+#: Geom groups the cameras draw (MuJoCo's default mjvOption: 0, 1, 2).
+DRAWN_GROUPS = np.array([1, 1, 1, 0, 0, 0], np.uint8)
+
+
+def pixel_rays(
+    model: mujoco.MjModel, data: mujoco.MjData, cam: int, k: np.ndarray, width: int, height: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(distance, geom id) of mj_ray from camera `cam` through every pixel centre of a
+    width x height image with intrinsics `k` (distance -1, geom -1: no hit)."""
+    rot = data.cam_xmat[cam].reshape(3, 3) @ np.diag([1.0, -1.0, -1.0])  # optical axes
+    dist, geom = np.empty((height, width)), np.empty((height, width), np.int64)
+    hit = np.zeros(1, np.int32)
+    for v in range(height):
+        for u in range(width):
+            ray = rot @ [(u - k[0, 2]) / k[0, 0], (v - k[1, 2]) / k[1, 1], 1.0]
+            ray /= np.linalg.norm(ray)
+            pos = data.cam_xpos[cam]
+            dist[v, u] = mujoco.mj_ray(model, data, pos, ray, DRAWN_GROUPS, 1, -1, hit)
+            geom[v, u] = hit[0]
+    return dist, geom
+
+
+def silhouette(geom: np.ndarray) -> np.ndarray:
+    """Pixels with a 4-neighbour that sees another geom (or nothing): there the
+    rasterized polygons of a curved geom (capsules, cylinders are tessellated) and its
+    exact surface may disagree."""
+    edge = np.zeros(geom.shape, bool)
+    edge[1:] |= geom[1:] != geom[:-1]
+    edge[:-1] |= geom[:-1] != geom[1:]
+    edge[:, 1:] |= geom[:, 1:] != geom[:, :-1]
+    edge[:, :-1] |= geom[:, :-1] != geom[:, 1:]
+    return edge

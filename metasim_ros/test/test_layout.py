@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The package's layout rules, read from the imports themselves (docs/architecture.md,
 section 1): core floors run leaves < scene < control < state < sim < snapshot <
-recording and nothing imports upward; core imports no ROS; in ros/, topics/, services/
+recording < view and nothing imports upward; core imports no ROS; in ros/, topics/, services/
 and inputs/ import convert/ and the ros/ root, never each other; no test imports a
 private name."""
 
@@ -15,7 +15,7 @@ PKG = Path(__file__).resolve().parents[1] / "metasim_ros"
 TESTS = Path(__file__).resolve().parent
 
 #: core's floors, lowest first; a module of a floor imports from its own floor or lower.
-CORE_FLOORS = ("leaves", "scene", "control", "state", "sim", "snapshot", "recording")
+CORE_FLOORS = ("leaves", "scene", "control", "state", "sim", "snapshot", "recording", "view")
 #: ros/ wings that never import each other
 ROS_WINGS = ("topics", "services", "inputs")
 #: packages only ros/ may import

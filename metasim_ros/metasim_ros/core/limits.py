@@ -52,6 +52,10 @@ MAX_SPAWN_REQUESTS = 100
 #: Pixels of every camera's image together (the node's camera_max_pixels default): e.g.
 #: one 1920x1080 camera, or six of 640x480.
 CAMERA_MAX_PIXELS = 2 * 1024 * 1024
+#: Rays of all lidars together per scan (core/state/lidar.py): a 128-row lidar of 8192
+#: rays per row. Each ray holds about 120 bytes of buffers (directions, hits, normals,
+#: the message), so 128 MB at most.
+MAX_LIDAR_RAYS = 1024 * 1024
 
 
 def check_count(key: str, count: int, limit: int, what: str) -> None:
@@ -75,3 +79,9 @@ def check_names(key: str, names: Iterable[str]) -> None:
     for i, name in enumerate(names):
         if len(name) > MAX_NAME_LENGTH:
             check_name(f"{key}[{i}]", name)
+
+
+#: Seconds a node with env or robot namespaces watches the graph at start for another node
+#: publishing in its namespaces (or of its name) before it serves: discovery of a running
+#: node's publishers took up to 2.6 s on this (loaded) 2-core host.
+NAMESPACE_DISCOVERY_SECONDS = 3.0

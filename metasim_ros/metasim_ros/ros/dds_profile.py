@@ -13,7 +13,10 @@ with one read, service replies still queued at the client were taken back, and c
 s late, or after more than 5 s. The profile gives the node a 32 MiB segment (room for two
 rounds of images at the default camera_max_pixels, 7 bytes per pixel with depth) and
 every writer a heartbeat every 100 ms (whatever is lost anyway comes again within about
-0.1 s). The segment is the node's (its messages to every local reader go through it);
+0.1 s), and the writers of service replies wait up to 2 s for a client's reply reader
+to be discovered (rmw_fastrtps drops a reply after the writer's max_blocking_time,
+100 ms by default: on a loaded machine a client's first call then got no reply). The
+segment is the node's (its messages to every local reader go through it);
 readers need nothing.
 
 It is applied through FASTDDS_DEFAULT_PROFILES_FILE, before rclpy creates the node's
@@ -52,7 +55,10 @@ def apply(environ: MutableMapping[str, str] = os.environ, cwd: Path | None = Non
     if environ.get(SKIP_CWD_PROFILE, "")[:1] != "1" and cwd_profile.is_file():
         return f"Fast DDS as configured by {cwd_profile}"
     environ[PROFILE_VARIABLE] = str(PROFILE)
-    return f"Fast DDS profile {PROFILE} (32 MiB shared memory, 100 ms heartbeats)"
+    return (
+        f"Fast DDS profile {PROFILE} (32 MiB shared memory, 100 ms heartbeats, "
+        "replies wait 2 s for their client)"
+    )
 
 
 if __name__ == "__main__":

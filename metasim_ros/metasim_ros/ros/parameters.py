@@ -48,6 +48,7 @@ from metasim_ros.core.errors import ConfigurationError
 from metasim_ros.core.paths import ros_home
 from metasim_ros.core.scene.budget import ModelLimits
 from metasim_ros.core.scene.markers import NUM_GROUPS, VISIBLE_GROUPS
+from metasim_ros.core.scene.segmentation import MODES as SEGMENTATION_MODES
 from metasim_ros.core.sim.access import DIVERGENCE_POLICIES
 
 #: Largest ROS integer parameter (int64): the upper end of ranges with no upper bound.
@@ -252,6 +253,26 @@ class SimParameters:
         high=1024,
     )
     robots: list[str] = _p([], "model names to treat as robots; empty = every model with actuators")
+    env_namespaces: bool = _p(
+        False,
+        "env i publishes its joint_states, world_state, TF (frames 'env_<i>/...' under one "
+        "world), robot_description, cameras, sensors and contacts under /env_<i>/ and takes "
+        "/env_<i>/joint_command, /env_<i>/joint_trajectory and trajectory actions there (i "
+        "counts from env_offset); the services keep env_id",
+    )
+    env_offset: int = _p(
+        0,
+        "number of this node's env 0 in a fleet of nodes (its envs are /env_<env_offset + "
+        "i>/; metasim_ros.fleet reads it)",
+        low=0,
+        high=1_000_000,
+    )
+    robot_namespaces: bool = _p(
+        False,
+        "each robot's joint_states, joint_command, joint_trajectory, trajectory actions and "
+        "robot_description go under /<robot>/ (under /env_<i>/ with env_namespaces); TF "
+        "stays one tree",
+    )
     paused: bool = _p(
         False,
         "pause the simulation (at start-up or by setting it; ~/step advances a paused simulation)",
@@ -279,14 +300,56 @@ class SimParameters:
         "most pixels of all camera images together (camera_width x camera_height x the "
         "model's cameras); a scene or model change with more is refused. While images are "
         "read the node holds up to about 50 bytes per pixel (renderer, image buffers, the last 2 "
-        "frames DDS keeps per image topic), given back once nobody reads, and publishes "
+        "frames DDS keeps per image topic; the point cloud about 50 more), given back once "
+        "nobody reads, and publishes "
         "each image in one call that holds the Python interpreter",
         low=1,
+    )
+    jpeg_quality: int = _p(
+        95,
+        "JPEG quality of ~/<camera>/image_raw/compressed (image_transport's default)",
+        dynamic=True,
+        low=1,
+        high=100,
+    )
+    segmentation_ids: str = _p(
+        "instance",
+        "ids of ~/<camera>/segmentation: 'instance' (one per geom) or 'semantic' (one per "
+        "model); ~/<camera>/segmentation/labels names them",
+        dynamic=True,
+        choices=SEGMENTATION_MODES,
     )
     render_quality: str = _p(
         "fast",
         "camera rendering: 'fast' has no shadows and no MSAA (right for CPU rendering)",
         choices=("fast", "quality"),
+    )
+    lidars: list[str] = _p(
+        [],
+        "lidars cast by ray casting, one '<site> key=value ...' entry each (keys: h_fov, "
+        "h_samples, v_fov, v_samples, range_min, range_max, rate; e.g. 'laser h_samples=720 "
+        "range_max=12'); added to those the scene declares as MJCF custom text 'lidar:<site>', "
+        "replacing one on the same site. One row is published as ~/lidars/<site>/scan "
+        "(LaserScan), several as ~/lidars/<site>/points (PointCloud2)",
+    )
+    sensor_noise: list[str] = _p(
+        [],
+        "noise added to sensors, one '<sensor> key=value ...' entry each (keys: stddev, bias, "
+        "drift per sqrt(s) of sim time, dropout probability for range finders; a lidar is "
+        "'lidar:<site>'), e.g. 'imu_gyro stddev=0.01 drift=0.001'. A noisy device topic "
+        "gets an exact twin <topic>/ground_truth; the same seed and state give the same "
+        "noise, bit for bit",
+    )
+    mujoco_noise: bool = _p(
+        False,
+        "add every sensor's MuJoCo noise= attribute as its Gaussian stddev (a sensor_noise "
+        "entry replaces it); false: the attribute only sets the messages' covariances",
+    )
+    noise_seed: int = _p(
+        0,
+        "seed of the sensor noise: the noise is a function of the seed, the sensor and the "
+        "physics step",
+        low=0,
     )
     frame_prefix: str = _p(
         "",
@@ -357,10 +420,61 @@ class SimParameters:
         high=NUM_GROUPS - 1,
         item=int,
     )
+    web_port: int = _p(
+        0,
+        "TCP port of the web page (env 0's scene in 3D, the cameras, sim time, real-time "
+        "factor and the run controls; served by viser); 0 = no page",
+        low=0,
+        high=65535,
+    )
+    web_host: str = _p(
+        "127.0.0.1",
+        "address the web page and the Foxglove server listen on; anything but a loopback "
+        "address lets others on the network see and drive the simulation (README, "
+        "Security)",
+    )
+    foxglove_port: int = _p(
+        0,
+        "TCP port of the Foxglove WebSocket server (the scene, TF, joint states, cameras, "
+        "the status and the run controls as services, for the Foxglove app without ROS); "
+        "0 = no server",
+        low=0,
+        high=65535,
+    )
+    foxglove_mcap: str = _p(
+        "",
+        "with foxglove_port: also write the Foxglove server's channels to this MCAP file "
+        "(inside recordings_dir; it must not exist yet), from start to stop; empty = none",
+    )
+    cmd_vel_topic: str = _p(
+        "cmd_vel",
+        "geometry_msgs/Twist (or TwistStamped, cmd_vel_stamped) velocity of the scene's "
+        "mobile base in its own frame (velocity actuators on a site of a moving model root)",
+    )
+    cmd_vel_stamped: bool = _p(False, "cmd_vel_topic takes geometry_msgs/TwistStamped")
+    odom_topic: str = _p(
+        "odom",
+        "nav_msgs/Odometry of the scene's mobile base (ground truth, in the odom frame; TF "
+        "world -> odom -> base)",
+    )
+    odom_rate: float = _p(50.0, "Hz (wall clock) of odom_topic", **_RATE)
     joint_command_topic: str = _p(
         "/joint_command",
-        "sensor_msgs/JointState commands by joint name (the JointState-topic ros2_control "
-        "hardware interface): position, velocity or effort, routed to each joint's actuator",
+        "sensor_msgs/JointState commands by joint name as ros2_control's JointStateTopicSystem "
+        "writes them (set its joint_commands_topic to this): position, velocity or effort, "
+        "resolved through each joint's command interfaces and routed to its actuator",
+    )
+    joint_states_topic: str = _p(
+        "joint_states",
+        "topic of the robots' sensor_msgs/JointState (set JointStateTopicSystem's "
+        "joint_states_topic to this, e.g. both /robot_joint_states, its default)",
+    )
+    ros2_control_urdf: str = _p(
+        "",
+        "URDF file whose <ros2_control> tag (JointStateTopicSystem) declares each joint's "
+        "command interfaces for joint_command_topic; empty = the scene's tag when the scene "
+        "is such a URDF, else what drives each joint in MuJoCo (what metasim-urdf "
+        "--ros2-control writes)",
     )
     actuation: str = _p(
         "pd",
@@ -375,6 +489,60 @@ class SimParameters:
         "control_msgs/FollowJointTrajectory action server per robot ({robot} = its name; "
         "what MoveIt's simple controller manager calls); its trajectory topic is "
         "~/joint_trajectory",
+    )
+    grippers: list[str] = _p(
+        [],
+        "grippers besides those found in the scene (joint equalities, sibling slide fingers "
+        "on position servos), one 'name: command_joint finger ...' entry each",
+    )
+    gripper_action: str = _p(
+        "{gripper}_controller/gripper_cmd",
+        "control_msgs/GripperCommand action server per gripper ({gripper} = its name; as "
+        "ros2_control's gripper controllers name it, what MoveIt's simple controller "
+        "manager calls)",
+    )
+    parallel_gripper_action: str = _p(
+        "{gripper}_parallel_controller/gripper_cmd",
+        "control_msgs/ParallelGripperCommand action server per gripper ({gripper} = its name)",
+    )
+    gripper_goal_tolerance: float = _p(
+        0.01,
+        "a gripper goal is reached within this distance of the command joint's target "
+        "(m or rad; ros2_control's gripper controller default)",
+        low=0.0,
+        high=1e3,
+    )
+    gripper_stall_velocity: float = _p(
+        0.001,
+        "a gripper whose fingers move no faster than this (m/s or rad/s) is not moving",
+        low=0.0,
+        high=1e3,
+    )
+    gripper_stall_timeout: float = _p(
+        1.0,
+        "sim seconds a gripper goal's fingers may not move, short of the goal, before it "
+        "ends stalled",
+        low=0.0,
+        high=1e6,
+    )
+    gripper_allow_stalling: bool = _p(
+        False, "a stalled gripper goal (an object grasped) ends SUCCEEDED instead of ABORTED"
+    )
+    lockstep_period: float = _p(
+        0.0,
+        "lockstep: sim seconds physics advances per command message received (on "
+        "joint_command_topic or ~/joint_targets; a whole number of timesteps), /clock and "
+        "joint_states published at the end of each period; no command, no advance; "
+        "0 = keep pace with the wall clock (real_time_factor)",
+        low=0.0,
+        high=1e3,
+    )
+    lockstep_timeout: float = _p(
+        1.0,
+        "wall seconds without a command after which ~/status says lockstep is paused "
+        "waiting for commands",
+        low=0.0,
+        high=1e6,
     )
     trajectory_rate: float = _p(
         100.0,

@@ -6,10 +6,10 @@ Every part (a topic, a service, an input) is built as `Part(node, sim, params)` 
 node's one list (ros/sim_node.py: PARTS), in that order, and reaches the simulation only
 through `sim` (SimulationAccess: the handler only inside `sim.locked()`). What parts share
 lives on the node, typed here, so topics/, services/ and inputs/ never import each other:
-the callback groups, the periodic streams other parts add to, the clock-gap record, the
-lines ~/status adds, the warnings about outside input, the quit request, the fast node's
-services. A part may have
-`start()`, `stop(timeout)` and `parameter_changed(name, value)`; the node calls them.
+the callback groups, the namespaces of envs and robots, the periodic streams other parts
+add to, the clock-gap record, the lines ~/status adds, the warnings about outside input,
+the quit request, the fast node's services. A part may have `start()`, `stop(timeout)`
+and `parameter_changed(name, value)`; the node calls them.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from metasim_ros.core.gaps import GapRecord
 from metasim_ros.core.scene.frames import FrameTree
 from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.ros.log_limit import LogLimit
+from metasim_ros.ros.namespaces import Place, Placement
 from metasim_ros.ros.parameters import SimParameters
 
 #: Command inputs besides `joint_command_topic` (what a recording records of them).
@@ -36,9 +37,13 @@ JOINT_TARGETS_TOPIC = "~/joint_targets"
 JOINT_TRAJECTORY_TOPIC = "~/joint_trajectory"
 
 
-def input_topics(params: SimParameters) -> list[str]:
-    """Every topic the node takes commands from."""
-    return [params.joint_command_topic, JOINT_TARGETS_TOPIC, JOINT_TRAJECTORY_TOPIC]
+def input_topics(params: SimParameters, places: list[Place]) -> list[str]:
+    """Every topic the node takes commands from: the command and trajectory topics in
+    each of `places` (ros/namespaces.py), and ~/joint_targets."""
+    placed = [
+        p.name(t) for p in places for t in (params.joint_command_topic, JOINT_TRAJECTORY_TOPIC)
+    ]
+    return [*placed, JOINT_TARGETS_TOPIC]
 
 
 class CallbackGroups:
@@ -55,6 +60,8 @@ class CallbackGroups:
         self.writes: CallbackGroup = MutuallyExclusiveCallbackGroup()
         #: step and pause: a running step can be ended by a pause or a newer step.
         self.stepping: CallbackGroup = ReentrantCallbackGroup()
+        #: ~/<camera>/capture: one at a time (each waits for the camera thread's render).
+        self.capture: CallbackGroup = MutuallyExclusiveCallbackGroup()
 
 
 class Periodic(Protocol):
@@ -86,6 +93,8 @@ class PartsNode(Node):
     before the parts are built)."""
 
     params: SimParameters
+    #: where each env's and robot's topics, inputs and actions go (ros/namespaces.py)
+    placement: Placement
     #: warnings about outside input: one line per cause per period
     warn_input: LogLimit
     groups: CallbackGroups

@@ -38,6 +38,8 @@ LATCHED_QOS = QoSProfile(
 )
 #: Images: two in flight at most.
 IMAGE_QOS = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
+#: Lidar scans and clouds: two in flight at most (a 16 x 1800 cloud is 576 kB).
+SCAN_QOS = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
 
 #: Requests and replies of every service (and the services inside each action).
 SERVICE_QOS: QoSProfile = qos_profile_parameters

@@ -26,7 +26,7 @@ from rclpy.publisher import Publisher
 from rclpy.service import Service
 from rclpy.signals import SignalHandlerOptions
 
-from metasim_ros.core import fastdds_shm
+from metasim_ros.core import fastdds_shm, limits
 from metasim_ros.core.atomic import abandon_writes, remove_interrupted
 from metasim_ros.core.errors import ConfigurationError
 from metasim_ros.core.memory import tune_malloc
@@ -37,10 +37,13 @@ from metasim_ros.core.sim.pool import plan_threads, usable_cores
 from metasim_ros.core.text import log_block
 from metasim_ros.ros import dds_profile, parameters
 from metasim_ros.ros.executor import DrainingExecutor
+from metasim_ros.ros.inputs.cmd_vel import CmdVel
+from metasim_ros.ros.inputs.grippers import GripperServers
 from metasim_ros.ros.inputs.joint_command import JointCommandSubscriber
 from metasim_ros.ros.inputs.joint_targets import JointTargets
 from metasim_ros.ros.inputs.trajectories import TrajectoryServer
 from metasim_ros.ros.log_limit import LogLimit
+from metasim_ros.ros.namespaces import Place, Placement, clashes
 from metasim_ros.ros.parts import CallbackGroups, PartsNode
 from metasim_ros.ros.qos import SERVICE_QOS
 from metasim_ros.ros.services.recording import RecordingServices
@@ -50,18 +53,22 @@ from metasim_ros.ros.services.states import StateServices
 from metasim_ros.ros.services.wrenches import WrenchServices
 from metasim_ros.ros.topics.cameras import CameraStreamer
 from metasim_ros.ros.topics.contacts import ContactTopics
+from metasim_ros.ros.topics.lidar import LidarTopics
+from metasim_ros.ros.topics.odometry import OdometryTopic
 from metasim_ros.ros.topics.rviz import RvizTopics
 from metasim_ros.ros.topics.sensors import SensorTopics
 from metasim_ros.ros.topics.streams import Streams
+from metasim_ros.ros.topics.web import Viewers
 
 #: The physics thread releases the GIL inside every mj_step; with Python's default 5 ms
 #: switch interval it then waits behind any busy callback thread for up to that long.
 SWITCH_INTERVAL = 2e-4
 #: Executor threads: every service group at its busiest (ServiceGroups.CONCURRENT), the
-#: command inputs (joint targets / commands, trajectory topic), a running trajectory
-#: goal (it waits in its thread) and a recording's topic taps, so an input never waits
-#: for a free thread.
-EXECUTOR_THREADS = CallbackGroups.CONCURRENT + 4
+#: command inputs (joint targets / commands, trajectory topic, cmd_vel), a running
+#: trajectory goal and a running gripper goal (each waits in its thread), a recording's
+#: topic taps and a camera capture (it waits for the camera thread), so an input never
+#: waits for a free thread.
+EXECUTOR_THREADS = CallbackGroups.CONCURRENT + 7
 #: Middle-generation collections per full one once start-up is frozen (Python: 10).
 FULL_COLLECTION_EVERY = 100
 #: Seconds the callbacks in flight at a stop get to end, their replies sent (running goals
@@ -83,16 +90,21 @@ PARTS: tuple[type, ...] = (
     Streams,
     RvizTopics,
     SensorTopics,
+    LidarTopics,
     ContactTopics,
     CameraStreamer,
+    OdometryTopic,
     JointTargets,
     JointCommandSubscriber,
     TrajectoryServer,
+    GripperServers,
+    CmdVel,
     StateServices,
     SimServices,
     WrenchServices,
     SimInterfaces,
     RecordingServices,
+    Viewers,
 )
 
 
@@ -147,9 +159,16 @@ class SimNode(PartsNode):
             log_error=lambda text: physics_errors(text.partition(":")[0], text),
         )
         self.sim.pause(p.paused)
+        try:
+            self.sim.loop.set_lockstep(p.lockstep_period, p.lockstep_timeout)
+        except ValueError as exc:
+            raise ConfigurationError(str(exc)) from None
 
         # what the parts share (ros/parts.py), then the parts, in order
         self.groups = CallbackGroups()
+        self.placement = Placement(p, p.num_envs)
+        if p.env_namespaces or p.robot_namespaces:
+            self._refuse_clashes(handler)
         self.status_parts = []
         self.quit = threading.Event()  # SetSimulationState QUITTING: main() ends the node
         self.streams = Streams(self, self.sim, p)  # also /tf_static, again after model changes
@@ -159,6 +178,16 @@ class SimNode(PartsNode):
             self.parts[part] = part(self, self.sim, p)
         self.add_on_set_parameters_callback(self._check_parameters)
         self.add_post_set_parameters_callback(self._apply_parameters)
+
+    def _refuse_clashes(self, handler: MujocoHandler) -> None:
+        """Refuse to start (ConfigurationError naming them) when another node already
+        runs under this name or publishes in this node's env or robot namespaces (a
+        fleet node given an overlapping env_offset, a second node of one namespace)."""
+        places = self.placement.robots([r.name for r in handler.robots])
+        found = clashes(self, places, limits.NAMESPACE_DISCOVERY_SECONDS)
+        if found:
+            handler.close()
+            raise ConfigurationError(f"namespace clash: {'; '.join(found)}")
 
     def _housekeeping(self, snapshot_dir: str) -> None:
         """Remove what killed processes left: temp files of interrupted saves (here, before
@@ -208,6 +237,7 @@ class SimNode(PartsNode):
         with self.sim.locked() as h:
             models = ", ".join(m.name for m in h.models)
             envs, threads = h.num_envs, h.physics_threads
+            places = self.placement.robots([r.name for r in h.robots])
         scene = p.scene or "the embedded default scene"
         state = (
             "paused" if self.sim.paused else f"real-time factor {self.sim.loop.real_time_factor:g}"
@@ -215,13 +245,18 @@ class SimNode(PartsNode):
         self.get_logger().info(
             f"simulating {scene} ({models}), {envs} env(s) on {threads} "
             f"physics thread(s), {state}; publishing "
-            f"/clock, {self.resolve_topic_name('joint_states')}, "
-            f"{self.resolve_topic_name('~/world_state')}, /tf, "
+            f"/clock, {self._placed(places, p.joint_states_topic)}, "
+            f"{self._placed(self.placement.envs(), '~/world_state')}, /tf, "
             f"{self.resolve_topic_name('~/scene_markers')}, cameras under "
-            f"{self.get_fully_qualified_name()}/<camera>/ on "
+            f"{self._placed(self.placement.envs(), '~/CAMERA').replace('CAMERA', '<camera>/')} on "
             f"ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID', '0')}; "
             f"{parameters.startup_summary(p)}"
         )
+
+    def _placed(self, places: list[Place], topic: str) -> str:
+        """Where `topic` goes: its one name, or the first and last of its namespaces."""
+        names = [self.resolve_topic_name(p.name(topic)) for p in places] or ["(no robot)"]
+        return names[0] if len(names) == 1 else f"{names[0]} .. {names[-1]} ({len(names)})"
 
     def shutdown(self, timeout: float = 5.0) -> None:
         """End running steps and goals (SimulationAccess.close) and the model builder (a

@@ -12,3 +12,8 @@ _HERE = Path(__file__).resolve().parent
 def default_scene_path() -> str:
     """Path of the embedded default MJCF scene (franka, cube, box, table, camera0)."""
     return str(_HERE / "default.xml")
+
+
+def mobile_base_scene_path() -> str:
+    """Path of the example mobile-base scene (a planar base driven by cmd_vel, a crate)."""
+    return str(_HERE / "mobile_base.xml")

@@ -13,6 +13,9 @@ import pytest
 
 from metasim_ros.core import MujocoHandler
 from metasim_ros.core.errors import ResourceError
+from metasim_ros.core.scene.cameras import CameraRenderer, PixelRays, intrinsic_matrix
+from metasim_ros.core.scene.segmentation import SegmentationIds
+from mujoco_truth import pixel_rays, silhouette
 
 ARTICULATED = str(Path(__file__).parent / "scenes" / "articulated.xml")
 
@@ -81,4 +84,37 @@ def test_cameras_over_the_pixel_limit_are_refused():
         MujocoHandler(camera_size=(200, 100), camera_max_pixels=19_999)
     h = MujocoHandler(camera_size=(200, 100), camera_max_pixels=20_000)  # at the limit
     assert h.get_states()[0]["cameras"]["camera0"]["rgb"].shape == (100, 200, 3)
+    h.close()
+
+
+def test_segmentation_and_points_agree_with_mj_ray():
+    w, hgt = 64, 48
+    h = MujocoHandler(camera_size=(w, hgt))
+    m, d = h.model, h.synced_data(0)
+    k = intrinsic_matrix(float(m.cam_fovy[0]), w, hgt)
+    dist, geom = pixel_rays(m, d, 0, k, w, hgt)
+    renderer = CameraRenderer(m, [(w, hgt)], fast=True)
+    instance = SegmentationIds(m, h.models, "instance")
+    seg = np.empty((hgt, w), np.uint16)
+    renderer.render_segmentation_into(d, 0, instance.of_geom, seg)
+    assert ((seg.astype(np.int64) - 1) == geom).mean() > 0.97  # all but edge pixels
+    assert (seg[geom < 0] == 0).all()
+    semantic = SegmentationIds(m, h.models, "semantic")
+    renderer.render_segmentation_into(d, 0, semantic.of_geom, seg)
+    models = {label.model: label.id for label in semantic.labels}
+    owner = np.array([models[label.model] for label in instance.labels])
+    assert (seg[geom >= 0] == owner[geom[geom >= 0]]).mean() > 0.97
+    assert set(models) == {"world", *(info.name for info in h.models)}
+
+    rgb, depth = renderer.render(d, 0, w, hgt)
+    renderer.close()
+    cloud = np.empty((hgt, w, 4), np.float32)
+    PixelRays(k, w, hgt, m.vis.map.zfar * m.stat.extent).points_into(depth, rgb, cloud)
+    seen = np.isfinite(cloud[:, :, 2])
+    np.testing.assert_array_equal(seen, dist > 0)
+    along = np.full((hgt, w), -1.0)
+    along[seen] = np.linalg.norm(cloud[seen][:, :3], axis=1)
+    off = seen & ~np.isclose(along, dist, rtol=5e-3, atol=0)
+    assert not (off & ~silhouette(geom)).any(), "off the surface away from a silhouette"
+    assert off.mean() < 0.01
     h.close()

@@ -97,11 +97,14 @@ class SimProcess:
         self._log.seek(0)
         self.output = self._log.read()
 
-    def wait_serving(self, client: "Client", timeout: float = 30.0) -> "SimProcess":
-        """Wait until the node serves ~/get_states; fail at once (with its output) if it exits."""
+    def wait_serving(
+        self, client: "Client", timeout: float = 30.0, node: str = "/sim_node"
+    ) -> "SimProcess":
+        """Wait until the node (its fully qualified name) serves ~/get_states; fail at once
+        (with its output) if it exits."""
         from metasim_msgs.srv import GetStates
 
-        probe = client.node.create_client(GetStates, "/sim_node/get_states")
+        probe = client.node.create_client(GetStates, f"{node}/get_states")
         try:
             deadline = time.monotonic() + timeout
             while not probe.service_is_ready():

@@ -60,3 +60,17 @@ def test_the_segment_holds_two_rounds_of_images_at_the_default_limit():
     root = ET.parse(dds_profile.PROFILE).getroot()
     size = int(root.find(".//f:transport_descriptor[f:type='SHM']/f:segment_size", ns).text)
     assert size >= 2 * 7 * CAMERA_MAX_PIXELS  # rgb8 (3 bytes) and 32FC1 depth (4 bytes)
+
+
+def test_a_reply_waits_for_its_client_to_be_discovered():
+    """rmw_fastrtps (rmw_response.cpp, 9.2.0) drops a reply whose client's reply reader the
+    node has not discovered within the reply writer's max_blocking_time; its writers take
+    the profile named "service", which must keep the 100 ms heartbeats too."""
+    ns = {"f": "http://www.eprosima.com"}
+    root = ET.parse(dds_profile.PROFILE).getroot()
+    writer = root.find(".//f:data_writer[@profile_name='service']", ns)
+    blocking = writer.find("f:qos/f:reliability/f:max_blocking_time", ns)
+    seconds = int(blocking.find("f:sec", ns).text) + int(blocking.find("f:nanosec", ns).text) / 1e9
+    assert seconds >= 1.0
+    heartbeat = writer.find("f:times/f:heartbeat_period/f:nanosec", ns)
+    assert int(heartbeat.text) == 100_000_000

@@ -373,6 +373,7 @@ RVIZ = PACKAGE / "config" / "metasim.rviz"
 DISPLAY_TYPES = {
     "rviz_default_plugins/MarkerArray": "visualization_msgs/msg/MarkerArray",
     "rviz_default_plugins/Image": "sensor_msgs/msg/Image",
+    "rviz_default_plugins/PointCloud2": "sensor_msgs/msg/PointCloud2",
     "rviz_default_plugins/RobotModel": "std_msgs/msg/String",
 }
 
@@ -395,6 +396,7 @@ def test_rviz_config_names_only_published_topics_with_matching_qos(start_node, c
         "rviz_default_plugins/RobotModel",
         "rviz_default_plugins/TF",
         "rviz_default_plugins/Image",
+        "rviz_default_plugins/PointCloud2",
     } <= shown
     tf = next(d for d in config["Visualization Manager"]["Displays"] if d["Class"].endswith("/TF"))
     assert tf["Show Names"] is False

@@ -5,7 +5,7 @@ the state the way a user does (services, actions, subscriptions), then SIGINT. E
 is checked by stopping.StopCheck (exit 0 in time, one line, no traceback, the graph left,
 no shared memory or temporary file behind); goals and steps running at the time end with
 a reply saying the node is shutting down. The idle node: test_sim_node.py's
-test_a_stopped_node_leaves_the_graph_at_once. Recording does not exist yet."""
+test_a_stopped_node_leaves_the_graph_at_once."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ import psutil
 import pytest
 from action_msgs.msg import GoalStatus
 from builtin_interfaces.msg import Duration
-from control_msgs.action import FollowJointTrajectory
+from control_msgs.action import FollowJointTrajectory, GripperCommand
+from control_msgs.msg import GripperCommand as GripperCommandMsg
 from metasim_msgs.msg import WorldState
 from metasim_msgs.srv import SaveSnapshot, StartRecording, Step
 from rclpy.action import ActionClient
@@ -119,6 +120,24 @@ def test_a_follow_joint_trajectory_goal_executing(run, client, actions, sig):
     client.spin_until(result.done, 5.0, "the goal's result, sent before the node ended")
     assert result.result().status == GoalStatus.STATUS_ABORTED
     assert SHUTTING_DOWN in result.result().result.error_string
+
+
+def test_a_gripper_goal_executing(run, client, actions):
+    """A GripperCommand goal the paused node can never finish ends ABORTED, not reached,
+    before the node leaves."""
+    _, stop = run(paused=True)
+    action = actions(GripperCommand, "/panda_hand_controller/gripper_cmd")
+    client.spin_until(action.server_is_ready, 20.0, "the gripper action server")
+    sent = action.send_goal_async(
+        GripperCommand.Goal(command=GripperCommandMsg(position=0.0, max_effort=10.0))
+    )
+    client.spin_until(sent.done, 20.0, "the goal accepted")
+    assert sent.result().accepted
+    result = sent.result().get_result_async()
+    stop()
+    client.spin_until(result.done, 5.0, "the goal's result, sent before the node ended")
+    assert result.result().status == GoalStatus.STATUS_ABORTED
+    assert not result.result().result.reached_goal
 
 
 def test_a_long_simulate_steps_goal(run, client, actions):

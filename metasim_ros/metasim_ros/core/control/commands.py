@@ -51,7 +51,7 @@ class JointCommand:
 
 
 #: Modes each driver takes (None = a joint without actuator).
-_TAKES = {
+TAKES = {
     SERVO: (POSITION, VELOCITY),
     VELOCITY_ACTUATOR: (VELOCITY,),
     MOTOR: (POSITION, VELOCITY, EFFORT),
@@ -95,8 +95,8 @@ def plan_commands(layout: ControlLayout, commands: Mapping[str, JointCommand]) -
             raise StateValidationError(key, "unknown robot joint (or one no command can drive)")
         mode = _mode(key, c)
         kind = layout.kinds[i] if i is not None else None
-        if mode not in _TAKES[kind]:
-            takes = " or ".join(MODE_NAMES[m] for m in _TAKES[kind])
+        if mode not in TAKES[kind]:
+            takes = " or ".join(MODE_NAMES[m] for m in TAKES[kind])
             raise StateValidationError(
                 key,
                 f"{MODE_NAMES[mode]} command refused: the joint is driven by "

@@ -177,6 +177,43 @@ class CameraRenderer:
             np.add(raw_depth[::-1], self._c, out=depth)
             np.divide(self._d, depth, out=depth)
 
+    def render_segmentation_into(
+        self, data: mujoco.MjData, cam_id: int, of_geom: np.ndarray, out: np.ndarray
+    ) -> None:
+        """Render camera `cam_id`'s segmentation into `out` [H, W] uint16, top row first:
+        of_geom[g] where geom g is seen, 0 where no geom is (background, decorations).
+
+        MuJoCo's segmentation rendering colours each drawn object with its index in the
+        scene + 1 (r + 256 g + 65536 b, no lighting); the scene's entries map an index to
+        the geom it draws.
+        """
+        height, width = out.shape
+        rect = mujoco.MjrRect(0, 0, width, height)
+        raw_rgb, _ = self._buffers(width, height)
+        self._camera.fixedcamid = cam_id
+        scene = self._scene
+        mujoco.mjv_updateScene(
+            self._model, data, self._option, None, self._camera, mujoco.mjtCatBit.mjCAT_ALL, scene
+        )
+        flags = (mujoco.mjtRndFlag.mjRND_SEGMENT, mujoco.mjtRndFlag.mjRND_IDCOLOR)
+        for flag in flags:
+            scene.flags[flag] = 1
+        try:
+            with self._gl.as_current():
+                mujoco.mjr_render(rect, scene, self._ctx)
+                mujoco.mjr_readPixels(raw_rgb, None, rect, self._ctx)
+        finally:
+            for flag in flags:
+                scene.flags[flag] = 0
+        lookup = np.zeros(scene.ngeom + 2, np.uint16)  # index + 1 -> id; past the end: 0
+        geom = int(mujoco.mjtObj.mjOBJ_GEOM)
+        for g in scene.geoms[: scene.ngeom]:
+            if g.objtype == geom and g.segid >= 0:
+                lookup[g.segid + 1] = of_geom[g.objid]
+        raw = raw_rgb[::-1].astype(np.uint32)
+        index = raw[:, :, 0] | (raw[:, :, 1] << 8) | (raw[:, :, 2] << 16)
+        np.take(lookup, np.minimum(index, len(lookup) - 1), out=out)
+
     def _buffers(self, width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
         """The read-back buffers for one image size (kept while the size stays)."""
         if self._raw is None or self._raw[1].shape != (height, width):
@@ -193,3 +230,30 @@ class CameraRenderer:
         with self._gl.as_current():
             self._ctx.free()
         self._gl.free()
+
+
+class PixelRays:
+    """The ray of every pixel of one camera image size, as x/z and y/z: what turns a
+    depth image into an organized point cloud without per-pixel work in Python.
+
+    A point is (depth * x/z, depth * y/z, depth) in the optical frame: the pixel's
+    back-projection through K. Depth at or beyond `far` (nothing seen: the far clipping
+    plane) gives NaN points (no return).
+    """
+
+    def __init__(self, k: np.ndarray, width: int, height: int, far: float) -> None:
+        self.x = (np.arange(width) - k[0, 2]) / k[0, 0]  # float64: one rounding per point
+        self.y = ((np.arange(height) - k[1, 2]) / k[1, 1])[:, None]
+        self.far = np.float32(far)
+
+    def points_into(self, depth: np.ndarray, rgb: np.ndarray, out: np.ndarray) -> None:
+        """Write x, y, z and packed rgb (0x00RRGGBB as the bits of a float32, PCL's
+        layout) of every pixel into `out` [H, W, 4] float32."""
+        np.multiply(depth, self.x, out=out[:, :, 0])
+        np.multiply(depth, self.y, out=out[:, :, 1])
+        out[:, :, 2] = depth
+        out[depth >= self.far, :3] = np.nan
+        packed = out[:, :, 3].view(np.uint32)
+        np.left_shift(rgb[:, :, 0], 16, out=packed, dtype=np.uint32)
+        np.bitwise_or(packed, np.left_shift(rgb[:, :, 1], 8, dtype=np.uint32), out=packed)
+        np.bitwise_or(packed, rgb[:, :, 2], out=packed, dtype=np.uint32)

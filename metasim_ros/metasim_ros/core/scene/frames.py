@@ -1,6 +1,8 @@
 # Copyright 2026 metasim_ros developers
 # SPDX-License-Identifier: Apache-2.0
 """The transform tree of a scene: world -> model roots -> child bodies, plus cameras.
+A mobile base (core.scene.mobile_base) hangs from `odom` instead, a static frame at the
+world's origin (odometry is ground truth): world -> odom -> base, as REP-105 has it.
 
 A body without joints is welded to its parent: its pose relative to the parent is the
 model's body_pos/body_quat, constant, published once (/tf_static). Bodies with joints
@@ -22,6 +24,7 @@ import numpy as np
 
 from metasim_ros.core.rotations import mat_to_quat, quat_conj, quat_mul, rotate
 from metasim_ros.core.scene.cameras import MJ_TO_OPTICAL
+from metasim_ros.core.scene.mobile_base import find_base
 from metasim_ros.core.scene.names import element_names
 
 _SITE = mujoco.mjtObj.mjOBJ_SITE
@@ -56,9 +59,11 @@ class FrameTree:
     (and to an optical frame's). No two frames share a name.
     """
 
-    def __init__(self, model: mujoco.MjModel, prefix: str = "") -> None:
+    def __init__(self, model: mujoco.MjModel, prefix: str = "", world: str | None = None) -> None:
+        """world: the world frame when it is not `prefix` + 'world' (each env of a node
+        has a prefix of its own, and all of them hang from one world)."""
         table = element_names(model)
-        self.world = world_frame(prefix)
+        self.world = world_frame(prefix) if world is None else world
         #: TF frame of every body, by body id (the world's is `world`).
         self.body_frames = [self.world] + [prefix + n for n in table.body[1:]]
         name = self.body_frames.__getitem__
@@ -91,6 +96,14 @@ class FrameTree:
         self.dynamic_names = [
             (name(int(p)), name(int(b))) for p, b in zip(self.parent_ids, self.body_ids)
         ]
+        #: the odometry frame of the scene's mobile base (None without one)
+        self.odom: str | None = None
+        base = find_base(model)
+        if base is not None:
+            self.odom = claim(prefix + "odom")
+            self.static.append(Frame(self.world, self.odom, np.zeros(3), np.eye(4)[0]))
+            k = moving.index(base.body)
+            self.dynamic_names[k] = (self.odom, name(base.body))
         #: TF frame of every camera (REP-103 body convention) and of its optical frame
         self.camera_names: list[str] = []
         self.optical_frames: list[str] = []

@@ -8,6 +8,7 @@ kinematics exactly (mj_kinematics): hinge -> revolute (continuous when unlimited
 slide -> prismatic, a body without joints -> fixed; a joint's `ref` is folded into the
 origin, so URDF joint values are MuJoCo's qpos. A hinge whose anchor is off the body
 origin, or a body with several joints, gets intermediate links ('<body>__<joint>').
+A joint coupled to another by a linear joint equality gets `<mimic>` (core/scene/mimic.py).
 URDF has no ball joint: a ball joint is written as a fixed joint at its reference
 orientation, with a comment; its body's real pose is on sim_node's /tf. A free-floating
 robot's URDF starts at its root link; /tf carries world -> root.
@@ -44,6 +45,7 @@ from metasim_ros.core.scene.markers import (
     mesh_arrays,
 )
 from metasim_ros.core.scene.mesh_export import MeshFolder, indexed
+from metasim_ros.core.scene.mimic import Mimic, mimic_joints
 from metasim_ros.core.scene.names import element_names
 
 _G = mujoco.mjtGeom
@@ -114,7 +116,9 @@ def robot_urdf(
     cannot be written."""
     if not robots:
         raise ValueError("no robot to describe")
-    writer = _Writer(model, set(groups), meshes or {}, mesh_folder)
+    described = {j for r in robots for j in r.joints}
+    mimics = {j: m for j, m in mimic_joints(model).items() if {j, m.mimicked} <= described}
+    writer = _Writer(model, set(groups), meshes or {}, mesh_folder, mimics)
     first = robots[0]
     # one robot whose root is free or welded: the URDF starts at its root link
     single = len(robots) == 1 and (first.free or model.body_jntnum[first.root_body] == 0)
@@ -199,12 +203,14 @@ class _Writer:
         groups: set[int],
         meshes: Mapping[int, str],
         folder: MeshFolder | None,
+        mimics: Mapping[str, Mimic],
     ):
         self.m = model
         self.groups = groups
         self.meshes = meshes
         self.folder = folder
         self.written: dict[tuple[int, int], str] = {}  # (geom type, data id) -> its name
+        self.mimics = mimics  # joint -> what it mimics (both described)
         table = element_names(model)
         self.bodies, self.joints, self.geoms = table.body, table.joint, table.geom
         self.robot = ET.Element("robot")
@@ -398,6 +404,15 @@ class _Writer:
         ET.SubElement(
             el, "dynamics", damping=_f(m.dof_damping[dof]), friction=_f(m.dof_frictionloss[dof])
         )
+        mimic = self.mimics.get(self.joints[j])
+        if mimic is not None:
+            ET.SubElement(
+                el,
+                "mimic",
+                joint=mimic.mimicked,
+                multiplier=_f(mimic.multiplier),
+                offset=_f(mimic.offset),
+            )
 
     def effort(self, j: int) -> float:
         """The joint's force/torque limit as MuJoCo models it (0 when it has none):

@@ -198,6 +198,11 @@ class SimulationAccess:
         with self._state_lock:
             return self._divergence_count, list(self._divergences)
 
+    def command_received(self) -> None:
+        """A command message arrived (applied or refused): in lockstep, one more period
+        of sim time (PhysicsLoop.grant)."""
+        self.loop.grant()
+
     def pause(self, paused: bool) -> None:
         """Pause, or resume (which also clears a halt); either ends a running `step`."""
         self._cancel_step()
@@ -278,7 +283,11 @@ class SimulationAccess:
         the sim time is the loop's record of it at the last release of the simulation."""
         t = self.loop.last_sim_time
         loop = self.loop
-        run = "paused" if loop.paused else f"running at real-time factor {loop.real_time_factor:g}"
+        run = (
+            "paused"
+            if loop.paused
+            else loop.lockstep_state() or f"running at real-time factor {loop.real_time_factor:g}"
+        )
         steps_per_second, measured_rtf = loop.rates()
         count, divergences = self.divergences
         text = (
@@ -307,22 +316,31 @@ class SimulationAccess:
                 reverted = h.revert_edit()
                 if not reverted:
                     h.reset()
-            action = (
-                "the last model edit was reverted (the model and every env as just before it)"
-                if reverted
-                else "every env reset, paused"
-            )
+                # reported before the lock is released: whoever sees the recovered
+                # simulation sees the report of it
+                text = self._report_failure(exc, reverted, None)
         except Exception as again:  # noqa: BLE001 - the recovery failed too: halt
             reverted = False
+            text = self._report_failure(exc, False, again)
+        self._log_error(text if reverted else text + " (~/pause false resumes)")
+        self.changed()
+        return reverted
+
+    def _report_failure(self, exc: Exception, reverted: bool, again: Exception | None) -> str:
+        """Record a step failure and its recovery for status(), halt if not reverted, and
+        return the report."""
+        if again is not None:
             action = f"and so did the recovery ({type(again).__name__}: {again}); paused"
+        elif reverted:
+            action = "the last model edit was reverted (the model and every env as just before it)"
+        else:
+            action = "every env reset, paused"
         self._halted = not reverted
         text = f"physics failed: {type(exc).__name__}: {exc}; {action}"
         with self._state_lock:
             self._divergences.append(text)
             self._divergence_count += 1
-        self._log_error(text if reverted else text + " (~/pause false resumes)")
-        self.changed()
-        return reverted
+        return text
 
     def _stopped(self, exc: BaseException) -> None:
         """The physics thread ended on an error it could not handle: say so once, with

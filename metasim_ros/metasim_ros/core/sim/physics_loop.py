@@ -15,6 +15,13 @@ batch's duration, each under the lock: waiting callers get the simulation and th
 run between slices, as they do between batches. The loop counts every step it takes and
 samples that count, so the physics rate and real-time factor are reported as measured
 (`rates`).
+
+Lockstep (`set_lockstep`): instead of keeping pace with the wall clock, the loop takes one
+period of sim time per `grant` (a command received), the whole period in one lock hold
+(no tick, so no /clock, inside it), then calls the period-end callbacks (the node
+publishes joint states, then /clock, before the next period). Without a
+grant the sim time stays put; a controller on sim time that answers each period's joint
+states with its command sees exact periods.
 """
 
 from __future__ import annotations
@@ -50,6 +57,17 @@ class StepObserver(Protocol):
 
     def room(self) -> int | None:
         """Most steps the next batch may take (>= 1), None for any."""
+
+
+def lockstep_steps(period: float, timestep: float) -> int:
+    """Physics steps of one lockstep period; ValueError when the period is not a whole
+    number of timesteps (its sim time would not be exact)."""
+    steps = round(period / timestep)
+    if steps < 1 or abs(steps * timestep - period) > 1e-9 * period:
+        raise ValueError(
+            f"lockstep_period {period:g} s is not a whole number of timesteps ({timestep:g} s)"
+        )
+    return steps
 
 
 @dataclass
@@ -122,6 +140,12 @@ class PhysicsLoop:
         self._batch = self.MAX_BATCH  # steps of the next batch (_fit_batch)
         #: takes the steps instead of handler.step while set (set and cleared under the lock)
         self.observer: StepObserver | None = None
+        self._lockstep = 0.0  # sim seconds per grant; 0 = keep pace with the wall clock
+        self._lockstep_timeout = 1.0
+        self._grants = 0  # periods granted and not yet taken
+        self._grants_lock = threading.Lock()
+        self._last_grant = time.monotonic()
+        self._period_ends: list[Callable[[], None]] = []
 
     @property
     def steps_taken(self) -> int:
@@ -150,13 +174,85 @@ class PhysicsLoop:
         return not self._running.is_set()
 
     def pause(self, paused: bool = True) -> None:
-        """Pause, or resume (False); resuming restarts the real-time clock, so no catch-up."""
+        """Pause, or resume (False); resuming restarts the real-time clock, so no catch-up
+        (in lockstep: the periods granted and not taken are dropped)."""
         if paused:
             self._running.clear()
+            with self._grants_lock:
+                self._grants = 0
         else:
             self._resync = True
             self._running.set()
         self._wake.set()
+
+    # -- lockstep ------------------------------------------------------------------
+    def set_lockstep(self, period: float, timeout: float = 1.0) -> None:
+        """One `period` of sim time per `grant` (0: keep pace with the wall clock at the
+        real-time factor); `timeout`: wall seconds without a grant after which the status
+        says lockstep is paused waiting for commands. ValueError for a period that is not a
+        whole number of the current timestep."""
+        if period > 0.0:
+            lockstep_steps(period, self.handler.timestep)
+        with self._grants_lock:
+            self._lockstep, self._lockstep_timeout = float(period), float(timeout)
+            self._grants, self._last_grant = 0, time.monotonic()
+        self._resync = True
+        self._wake.set()
+
+    @property
+    def lockstep_period(self) -> float:
+        """Sim seconds per grant; 0 when not in lockstep."""
+        return self._lockstep
+
+    def grant(self) -> None:
+        """A command arrived: in lockstep and not paused, one more period to take."""
+        if self._lockstep > 0.0 and self._running.is_set():
+            with self._grants_lock:
+                self._grants += 1
+                self._last_grant = time.monotonic()
+            self._wake.set()
+
+    def add_period_end(self, callback: Callable[[], None]) -> None:
+        """Run `callback` in the physics thread after every lockstep period."""
+        self._period_ends.append(callback)
+
+    def lockstep_state(self) -> str | None:
+        """What lockstep does now, in words; None when not in lockstep."""
+        period = self._lockstep
+        if period <= 0.0:
+            return None
+        with self._grants_lock:
+            grants, idle = self._grants, time.monotonic() - self._last_grant
+        mode = f"lockstep ({period:g} s of sim time per command)"
+        if grants:
+            return f"{mode}: {grants} period(s) to take"
+        if idle > self._lockstep_timeout:
+            return f"{mode}: paused, no command for {idle:.1f} s"
+        return f"{mode}: waiting for the next command"
+
+    def _take_period(self) -> None:
+        """The next granted period in one lock hold, then the period-end callbacks; idle
+        when none is granted."""
+        with self._grants_lock:
+            granted = self._grants > 0
+        if not granted:
+            self._idle(self._tick_period)
+            return
+        try:
+            steps = lockstep_steps(self._lockstep, self.handler.timestep)
+        except ValueError:  # a new model's timestep: the nearest whole number of steps
+            steps = max(1, round(self._lockstep / self.handler.timestep))
+        self._no_waiters.wait()
+        with self._lock:
+            if self._stop.is_set() or not self._running.is_set():
+                return
+            events = self._advance(steps)
+            with self._grants_lock:
+                self._grants -= 1
+        if events and self._on_diverged is not None:
+            self._on_diverged(events)
+        for callback in self._period_ends:
+            callback()
 
     def add_tick(self, callback: Callable[[], None]) -> None:
         """Run `callback` in the physics thread between batches (periodic publishers)."""
@@ -341,6 +437,9 @@ class PhysicsLoop:
                     continue
                 if not self._running.is_set():
                     self._idle(self._tick_period)
+                    continue
+                if self._lockstep > 0.0:
+                    self._take_period()
                     continue
                 if self.handler.timestep != dt:  # a new scene: keep real time from here
                     dt, self._resync = self.handler.timestep, True

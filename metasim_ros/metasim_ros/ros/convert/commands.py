@@ -4,13 +4,11 @@
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
-
 from sensor_msgs.msg import JointState
 
 from metasim_ros.core import limits
 from metasim_ros.core.control.commands import JointCommand
+from metasim_ros.core.control.interfaces import CommandInterfaces, resolve_commands
 from metasim_ros.core.errors import StateValidationError
 
 
@@ -52,21 +50,13 @@ def targets_from_joint_state(msg: JointState, robots_by_joint: dict[str, str]) -
     return {"robots": robots}
 
 
-def commands_from_joint_state(msg: JointState, joints: int) -> dict[str, JointCommand]:
-    """JointState -> {joint: JointCommand}; NaN or an empty array = not given. `joints`:
-    how many the scene has (a message naming more is refused before anything is built)."""
+def commands_from_joint_state(
+    msg: JointState, joints: int, interfaces: CommandInterfaces
+) -> dict[str, JointCommand]:
+    """JointState -> {joint: JointCommand}, its arrays resolved through `interfaces` as
+    JointStateTopicSystem writes them (core.control.interfaces). `joints`: how many the
+    scene has (a message naming more is refused before anything is built)."""
     check_joint_message_sizes(msg, joints, "joint_command", "the scene has")
-    n = len(msg.name)
-    fields = (msg.position, msg.velocity, msg.effort)
-    if any(len(f) not in (0, n) for f in fields):
-        raise StateValidationError(
-            "joint_command",
-            f"{n} names but {len(msg.position)} positions, {len(msg.velocity)} velocities "
-            f"and {len(msg.effort)} efforts (each must be empty or one per name)",
-        )
     check_unique_names(msg.name, "joint_command")
-
-    def value(f: Sequence[float], i: int) -> float | None:
-        return None if len(f) == 0 or math.isnan(f[i]) else float(f[i])
-
-    return {name: JointCommand(*(value(f, i) for f in fields)) for i, name in enumerate(msg.name)}
+    arrays = {"position": msg.position, "velocity": msg.velocity, "effort": msg.effort}
+    return resolve_commands(interfaces, msg.name, arrays)

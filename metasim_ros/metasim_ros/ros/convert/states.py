@@ -117,11 +117,12 @@ class WorldStateFiller:
 
 
 class JointStateFiller:
-    """Fills one reused sensor_msgs/JointState with the robots' 1-DOF joints."""
+    """Fills one reused sensor_msgs/JointState with the robots' 1-DOF joints (one
+    robot's only, given `robot`)."""
 
-    def __init__(self, handler: MujocoHandler) -> None:
+    def __init__(self, handler: MujocoHandler, robot: str | None = None) -> None:
         self._handler = handler
-        ids = [j for robot in handler.robots for j in robot.joint_ids]
+        ids = [j for r in handler.robots if robot in (None, r.name) for j in r.joint_ids]
         self._arrays = RobotJointArrays(handler.model, ids)
         self.msg = JointState(name=self._arrays.names)
 

@@ -37,3 +37,5 @@ class JointTargets:
                 h.set_states([targets] * h.num_envs)
         except RequestError as exc:
             self._warn(f"joint_targets {type(exc).__name__}", f"~/joint_targets ignored: {exc}")
+        finally:
+            self._sim.command_received()

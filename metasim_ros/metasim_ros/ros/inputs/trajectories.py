@@ -38,6 +38,7 @@ from metasim_ros.ros.convert.trajectories import (
     goal_from_action,
     goal_from_trajectory,
 )
+from metasim_ros.ros.namespaces import Place
 from metasim_ros.ros.parameters import SimParameters
 from metasim_ros.ros.parts import JOINT_TRAJECTORY_TOPIC, PartsNode
 from metasim_ros.ros.qos import ACTION_QOS
@@ -64,7 +65,11 @@ class TrajectoryServer:
         self._warn = node.warn_input  # refused goals and messages, per cause and period
         self._max_joints = 0  # the robots' joints (a message naming more is refused unread)
         self._group = ReentrantCallbackGroup()  # goals wait for their outcome concurrently
-        self.servers: dict[str, ActionServer] = {}
+        self._topics = MutuallyExclusiveCallbackGroup()  # the joint_trajectory topics
+        self._placement = node.placement
+        #: (namespace, robot) -> its server: one per robot, per env and robot namespace
+        self.servers: dict[tuple[str, str], ActionServer] = {}
+        self._subs: dict[str, object] = {}  # joint_trajectory topic -> subscription
         #: goals accepted and not yet executing, parsed: rclpy hands the execute callback
         #: the very message the goal callback checked, so it is found by identity (the
         #: message is kept here, so its id cannot be reused meanwhile)
@@ -73,29 +78,37 @@ class TrajectoryServer:
         sim.follow_model(
             lambda h: ([r.name for r in h.robots], len(h.robot_of_joint)), self._follow
         )
-        node.create_subscription(
-            JointTrajectory,
-            JOINT_TRAJECTORY_TOPIC,
-            self._on_trajectory,
-            10,
-            callback_group=MutuallyExclusiveCallbackGroup(),
-        )
 
     def _follow(self, model: tuple[list[str], int]) -> None:
-        """A new model: a server for every robot that has none yet; its joint count."""
+        """A new model: a server for every robot (in each place) that has none yet, a
+        joint_trajectory topic for each new place; the joint count."""
         robots, self._max_joints = model
-        for robot in robots:
-            if robot not in self.servers:
-                self.servers[robot] = ActionServer(
-                    self._node,
-                    FollowJointTrajectory,
-                    self._action_name.format(robot=robot),
-                    execute_callback=lambda gh, robot=robot: self._execute(robot, gh),
-                    goal_callback=lambda goal, robot=robot: self._check(robot, goal),
-                    cancel_callback=lambda _gh: CancelResponse.ACCEPT,
-                    callback_group=self._group,
-                    **ACTION_QOS,
+        for place in self._placement.robots(robots):
+            topic = place.name(JOINT_TRAJECTORY_TOPIC)
+            if topic not in self._subs:
+                self._subs[topic] = self._node.create_subscription(
+                    JointTrajectory,
+                    topic,
+                    lambda msg, place=place: self._on_trajectory(msg, place),
+                    10,
+                    callback_group=self._topics,
                 )
+            for robot in robots if place.robot is None else [place.robot]:
+                if (place.namespace, robot) not in self.servers:
+                    self.servers[place.namespace, robot] = self._server(robot, place)
+
+    def _server(self, robot: str, place: Place) -> ActionServer:
+        """`robot`'s FollowJointTrajectory server in `place`, running goals in its envs."""
+        return ActionServer(
+            self._node,
+            FollowJointTrajectory,
+            place.name(self._action_name.format(robot=robot)),
+            execute_callback=lambda gh: self._execute(robot, gh, place.envs),
+            goal_callback=lambda goal: self._check(robot, goal),
+            cancel_callback=lambda _gh: CancelResponse.ACCEPT,
+            callback_group=self._group,
+            **ACTION_QOS,
+        )
 
     def _check(self, robot: str, goal: FollowJointTrajectory.Goal) -> GoalResponse:
         try:
@@ -111,21 +124,25 @@ class TrajectoryServer:
             self._accepted[id(goal)] = (goal, parsed)
         return GoalResponse.ACCEPT
 
-    def _start(self, robot: str, goal: TrajectoryGoal) -> list[TrajectoryRun]:
-        """Run the goal in every env (replacing what the robot runs); its runs, env 0's
-        first (the one an action reports)."""
+    def _start(
+        self, robot: str, goal: TrajectoryGoal, envs: list[int] | None
+    ) -> list[TrajectoryRun]:
+        """Run the goal in `envs` (None: every env), replacing what the robot runs there;
+        its runs, the first env's first (the one an action reports)."""
         with self._sim.locked() as h:
-            runs, replaced = h.start_trajectory(robot, goal)
+            runs, replaced = h.start_trajectory(robot, goal, envs)
             for old in replaced:
                 old.finish(INVALID_GOAL, PREEMPTED)
         return runs
 
-    def _execute(self, robot: str, gh: ServerGoalHandle) -> FollowJointTrajectory.Result:
+    def _execute(
+        self, robot: str, gh: ServerGoalHandle, envs: list[int] | None
+    ) -> FollowJointTrajectory.Result:
         result = FollowJointTrajectory.Result()
         with self._accepted_lock:
             _, parsed = self._accepted.pop(id(gh.request))
         try:
-            runs = self._start(robot, parsed)
+            runs = self._start(robot, parsed, envs)
         except RequestError as exc:  # e.g. it ended in the past by now
             result.error_code, result.error_string = INVALID_GOAL, bounded(str(exc))
             gh.abort()
@@ -156,7 +173,7 @@ class TrajectoryServer:
             gh.abort()
         return result
 
-    def _on_trajectory(self, msg: JointTrajectory) -> None:
+    def _on_trajectory(self, msg: JointTrajectory, place: Place) -> None:
         try:
             max_joints = self._max_joints
             # parsed (sizes first) before the lock; no points = stop the running goal
@@ -164,12 +181,12 @@ class TrajectoryServer:
             if goal is None:
                 check_trajectory_sizes(msg, max_joints, "joint_trajectory")
             with self._sim.locked() as h:  # the robots of the current model
+                place.check_joints(msg.joint_names, h.robot_of_joint, "joint_trajectory")
                 robot = h.robot_of_joints(msg.joint_names, "joint_trajectory")
                 if goal is None:
-                    h.stop_trajectory(robot, INVALID_GOAL, PREEMPTED)
+                    h.stop_trajectory(robot, INVALID_GOAL, PREEMPTED, place.envs)
                     return
-            self._start(robot, goal)
+            self._start(robot, goal, place.envs)
         except RequestError as exc:
-            self._warn(
-                f"joint_trajectory {type(exc).__name__}", f"~/joint_trajectory ignored: {exc}"
-            )
+            topic = place.name(JOINT_TRAJECTORY_TOPIC)
+            self._warn(f"joint_trajectory {type(exc).__name__}", f"{topic} ignored: {exc}")

@@ -84,7 +84,9 @@ class RecordingServices:
         self.log_error = node.get_logger().error
         group = node.groups.writes  # one at a time with the other writers
         #: the command inputs (recorded by default, never republished)
-        self._commands = [node.resolve_topic_name(t) for t in input_topics(params)]
+        with sim.locked() as h:  # the command topics of the robots there are at start
+            places = node.placement.robots([r.name for r in h.robots])
+        self._commands = [node.resolve_topic_name(t) for t in input_topics(params, places)]
         self._taps: list[Subscription] = []
         self._tap_group = ReentrantCallbackGroup()
         self.recording: Recording | None = None

@@ -19,9 +19,9 @@ from metasim_msgs.srv import LoadSnapshot, SaveSnapshot, Step
 from std_srvs.srv import SetBool, Trigger
 
 from metasim_ros.core import limits
-from metasim_ros.core.paths import folders_made, resolve_inside
+from metasim_ros.core.paths import resolve_inside
 from metasim_ros.core.sim.access import SHUTTING_DOWN, SimulationAccess
-from metasim_ros.core.snapshot import apply_load, capture_snapshot, prepare_load, write_captured
+from metasim_ros.core.snapshot.served import load_running, save_running
 from metasim_ros.ros.parameters import SimParameters
 from metasim_ros.ros.parts import PartsNode
 from metasim_ros.ros.services.replies import replying
@@ -61,22 +61,14 @@ class SimServices:
         model spawned are added first, each built without the lock.
         """
         limits.check_name("group", request.group)
-        path = self._snapshot_path(request.path)
-        facts = self._sim.facts()
-        prepared = prepare_load(
-            facts,
-            path,
+        report = load_running(
+            self._sim,
+            self._snapshot_path(request.path),
             index=request.index,
             group=request.group,
+            allow_partial=request.allow_partial,
             max_bytes=self._params.snapshot_max_bytes,
             max_steps=self._params.snapshot_max_steps,
-        )
-        report = apply_load(
-            facts,  # the apply holds the lock
-            prepared,
-            allow_partial=request.allow_partial,
-            edits=self._sim,  # entities the file needs are built without the lock
-            locked=self._sim.locked,
         )
         response.success, response.message = report.ok, report.summary()
         response.strategy = report.strategy
@@ -89,8 +81,6 @@ class SimServices:
             (e for e in (report.max_body_pos_error, report.max_body_rot_error) if e is not None),
             default=0.0,
         )
-        if report.ok:
-            self._sim.changed()
         return response
 
     @replying
@@ -103,11 +93,7 @@ class SimServices:
         computed on a scratch MjData and the file is written after it.
         """
         path = self._snapshot_path(request.path)
-        with folders_made(path.parent):  # removed again if the save fails
-            with self._sim.locked() as h:
-                capture = capture_snapshot(h, path)
-                facts = h.facts()
-            write_captured(facts, path, capture)
+        save_running(self._sim, path)
         response.success, response.message = True, f"saved {path}"
         return response
 

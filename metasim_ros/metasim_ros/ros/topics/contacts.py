@@ -1,6 +1,7 @@
 # Copyright 2026 metasim_ros developers
 # SPDX-License-Identifier: Apache-2.0
-"""`~/contacts` (metasim_msgs/Contacts) and `~/contact_markers` (rviz2 arrows), env 0.
+"""`~/contacts` (metasim_msgs/Contacts) and `~/contact_markers` (rviz2 arrows), env 0
+(or each env under its namespace, /env_<i>/contacts, with env_namespaces).
 
 Read and published only while someone subscribes to either, at `contact_rate`: without
 a subscriber the cost is one subscriber count per period, and no lock is taken.
@@ -30,8 +31,14 @@ class ContactTopics:
     def __init__(self, node: PartsNode, sim: SimulationAccess, params: SimParameters) -> None:
         self._params = params
         tree = node.streams.tree
-        self._pub = node.create_publisher(Contacts, "~/contacts", 10)
-        self._marker_pub = node.create_publisher(MarkerArray, "~/contact_markers", 10)
+        self._envs = node.placement.envs()  # env 0, or each env under its namespace
+        self._pubs = [
+            (
+                node.create_publisher(Contacts, p.name("~/contacts"), 10),
+                node.create_publisher(MarkerArray, p.name("~/contact_markers"), 10),
+            )
+            for p in self._envs
+        ]
         self._msg = Contacts()
         self._msg.header.frame_id = tree.world
         self._pool: list[Contact] = []
@@ -44,10 +51,11 @@ class ContactTopics:
         node.streams.add(
             "contact_rate",
             params.contact_rate,
-            lambda h: h.contacts(0),
+            self.read,
             self.publish,
             self.active,
             self.follow,
+            items=lambda: len(self._envs),
         )
 
     def follow(self, handler: MujocoHandler, tree: FrameTree) -> None:
@@ -55,18 +63,21 @@ class ContactTopics:
         self._geoms, self._bodies = handler.names.geom, handler.names.body
 
     def active(self) -> bool:
-        """Someone subscribes to the contacts or their markers."""
-        return anyone_reads(self._pub, self._marker_pub)
+        """Someone subscribes to the contacts or their markers (of any env)."""
+        return anyone_reads(*(pub for pair in self._pubs for pub in pair))
 
-    def publish(self, c: ContactReadings) -> None:
-        """Fill and publish from one reading (no lock needed)."""
-        want_contacts = anyone_reads(self._pub)
-        want_markers = anyone_reads(self._marker_pub)
+    def read(self, h: MujocoHandler, k: int) -> ContactReadings | None:
+        """Env place `k`'s contacts, if someone reads them (under the simulation lock)."""
+        return h.contacts(self._envs[k].env or 0) if anyone_reads(*self._pubs[k]) else None
+
+    def publish(self, k: int, c: ContactReadings) -> None:
+        """Fill and publish env place `k`'s from one reading (no lock needed)."""
+        pub, marker_pub = self._pubs[k]
         self._msg.header.stamp = stamp(c.time)
-        if want_contacts:
-            self._pub.publish(self._fill(c))
-        if want_markers:
-            self._marker_pub.publish(self._arrows(c))
+        if anyone_reads(pub):
+            pub.publish(self._fill(c))
+        if anyone_reads(marker_pub):
+            marker_pub.publish(self._arrows(c))
 
     def _fill(self, c: ContactReadings) -> Contacts:
         """The Contacts message of a reading (pooled Contact messages, refilled)."""

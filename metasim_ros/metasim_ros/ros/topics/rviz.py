@@ -18,6 +18,7 @@ from collections.abc import Iterable
 
 import mujoco
 from geometry_msgs.msg import Point
+from rclpy.publisher import Publisher
 from std_msgs.msg import String
 from visualization_msgs.msg import Marker, MarkerArray
 
@@ -75,14 +76,17 @@ class RvizTopics:
         self._log = node.get_logger()
         self._mutex = threading.RLock()  # one publisher of the pair at a time, in order
         self._markers = node.create_publisher(MarkerArray, "~/scene_markers", LATCHED_QOS)
-        self._description = None
+        self._placement = node.placement
+        #: robot_description publishers by topic: one, or one per env / robot namespace
+        self._descriptions: dict[str, Publisher] = {}
         sim.follow_model(lambda h: (h.model, list(h.robots), h.scene_path), self._build)
 
     def _build(self, taken: tuple) -> None:
         """Markers and description of a new model, republished."""
         model, robots, path = taken
         with self._mutex:
-            self._scene = (model, FrameTree(model, self._params.frame_prefix))
+            place = self._placement  # env 0's frames (its own with env namespaces)
+            self._scene = (model, FrameTree(model, place.frame_prefix(0), place.world))
             self.publish_markers(self._params)
             self._publish_description(model, robots, path)
 
@@ -101,21 +105,29 @@ class RvizTopics:
     def _publish_description(
         self, model: mujoco.MjModel, robots: list[ModelInfo], path: str | None
     ) -> None:
+        """robot_description in each place (a robot's place: that robot alone); a place
+        with no description (any more) loses its topic: no stale latched description."""
+        old, self._descriptions = self._descriptions, {}
+        texts: dict[str | None, str | None] = {}
+        for place in self._placement.robots([r.name for r in robots]):
+            if place.robot not in texts:
+                mine = [r for r in robots if place.robot in (None, r.name)]
+                texts[place.robot] = self._text(model, mine, path)
+            if texts[place.robot] is None:
+                continue
+            topic = place.name("robot_description")
+            pub = old.pop(topic, None) or self._node.create_publisher(String, topic, LATCHED_QOS)
+            self._descriptions[topic] = pub
+            pub.publish(String(data=texts[place.robot]))
+        for gone in old.values():
+            self._node.destroy_publisher(gone)
+
+    def _text(self, model: mujoco.MjModel, robots: list[ModelInfo], path: str | None) -> str | None:
         try:
-            text = self._describe(model, robots, path)
+            return self._describe(model, robots, path)
         except Exception:  # a bug in the description must not keep the simulation from running
             self._log.error(log_block(f"no robot_description:\n{traceback.format_exc()}"))
-            text = None
-        if text is None:  # no robots (any more): no topic, no stale latched description
-            if self._description is not None:
-                self._node.destroy_publisher(self._description)
-                self._description = None
-            return
-        if self._description is None:
-            self._description = self._node.create_publisher(
-                String, "robot_description", LATCHED_QOS
-            )
-        self._description.publish(String(data=text))
+            return None
 
     def parameter_changed(self, name: str, _value: object) -> None:
         """markers, marker_groups: the markers again, as they now say."""

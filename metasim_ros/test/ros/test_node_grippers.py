@@ -1,0 +1,292 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
+"""GripperCommand and ParallelGripperCommand as MoveIt's simple controller manager sends
+them, to the node as its own process, paused and stepped: the default scene's Franka hand
+(two sibling fingers on position servos) reaches its goal; a hand whose fingers a joint
+equality couples stalls on a fixed block with the force its servo exerts there (kp x the
+position error, from the scene's own numbers); bad goals are refused and move nothing;
+a newer goal ends the running one; a cancel holds the fingers; a model change ends a
+running goal; a configured gripper gets its servers, one the scene cannot have stops the
+start."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import mujoco
+import numpy as np
+import pytest
+
+pytest.importorskip("control_msgs.action", reason="control_msgs not built")
+
+from control_msgs.action import GripperCommand, ParallelGripperCommand  # noqa: E402
+from control_msgs.msg import GripperCommand as Command  # noqa: E402
+from metasim_msgs.srv import GetStates, Step  # noqa: E402
+from rclpy.action import ActionClient  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from simulation_interfaces import msg as sm  # noqa: E402
+from simulation_interfaces import srv as ss  # noqa: E402
+
+GRIPPER_SCENE = Path(__file__).resolve().parent / "scenes" / "gripper.xml"
+FRANKA = "/panda_hand_controller/gripper_cmd"
+FRANKA_PARALLEL = "/panda_hand_parallel_controller/gripper_cmd"
+FINGERS = ["panda_finger_joint1", "panda_finger_joint2"]
+HAND = "/hand_controller/gripper_cmd"
+HAND_PARALLEL = "/hand_parallel_controller/gripper_cmd"
+SUCCEEDED, CANCELED, ABORTED = 4, 5, 6  # action_msgs/GoalStatus
+
+
+class Goals:
+    """Action clients of one test; steps the paused node until a result is there."""
+
+    def __init__(self, client) -> None:
+        self.client = client
+        self.made: list[ActionClient] = []
+
+    def action(self, action_type, name: str) -> ActionClient:
+        action = ActionClient(self.client.node, action_type, name)
+        self.made.append(action)
+        self.client.spin_until(action.server_is_ready, 20.0, f"the action server {name}")
+        return action
+
+    def send(self, action: ActionClient, goal, feedback: list | None = None):
+        sent = action.send_goal_async(
+            goal, feedback_callback=feedback.append if feedback is not None else None
+        )
+        self.client.spin_until(sent.done, 20.0, "the goal response")
+        return sent.result()
+
+    def step(self, n: int) -> None:
+        res = self.client.call(Step, "/sim_node/step", Step.Request(steps=n))
+        assert res.success, res.message
+
+    def step_until(self, future, max_steps: int, chunk: int = 25) -> None:
+        steps = 0
+        while not future.done():
+            assert steps < max_steps, "no result"
+            self.step(chunk)
+            steps += chunk
+            self.client.spin_until(lambda: True, 0.1, "a spin")
+            for _ in range(3):
+                self.client.executor.spin_once(timeout_sec=0.02)
+
+    def joints(self, robot: str) -> dict[str, float]:
+        """Joint positions (MuJoCo's qpos) from get_states."""
+        states = self.client.call(GetStates, "/sim_node/get_states", GetStates.Request()).states
+        model = next(m for m in states[0].model_states if m.name == robot)
+        return {j.name: j.position[0] for j in model.joint_states}
+
+    def close(self) -> None:
+        for action in self.made:
+            action.destroy()
+
+
+@pytest.fixture
+def goals(client):
+    g = Goals(client)
+    yield g
+    g.close()
+
+
+def gripper_goal(position: float, max_effort: float = 0.0) -> GripperCommand.Goal:
+    return GripperCommand.Goal(command=Command(position=position, max_effort=max_effort))
+
+
+def parallel_goal(position: list[float], names=(), velocity=(), effort=()):
+    return ParallelGripperCommand.Goal(
+        command=JointState(
+            name=list(names), position=position, velocity=list(velocity), effort=list(effort)
+        )
+    )
+
+
+def test_the_franka_hand_reaches_a_goal(paused_node, client, goals):
+    action = goals.action(GripperCommand, FRANKA)
+    feedback: list = []
+    handle = goals.send(action, gripper_goal(0.01, max_effort=20.0), feedback)
+    assert handle.accepted
+    result = handle.get_result_async()
+    goals.step_until(result, max_steps=2000)
+    res = result.result()
+    assert res.status == SUCCEEDED
+    assert res.result.reached_goal and not res.result.stalled
+    # within the goal tolerance (0.01 by default) when judged; both fingers follow the one
+    # command, as MuJoCo has them (get_states; the test stepped on until the result came)
+    assert abs(res.result.position - 0.01) < 0.01
+    q = goals.joints("franka")
+    assert abs(q["panda_finger_joint1"] - 0.01) < 0.01
+    assert abs(q["panda_finger_joint2"] - 0.01) < 0.01
+    # feedback: every state the server saw, the last one (the result's) too
+    client.spin_until(
+        lambda: feedback and feedback[-1].feedback.reached_goal, 10.0, "the last feedback"
+    )
+    assert feedback[-1].feedback.position == res.result.position
+    # the parallel server of the same hand reports every finger
+    parallel = goals.action(ParallelGripperCommand, FRANKA_PARALLEL)
+    handle = goals.send(parallel, parallel_goal([0.03], names=["panda_finger_joint1"]))
+    assert handle.accepted
+    result = handle.get_result_async()
+    goals.step_until(result, max_steps=2000)
+    res = result.result()
+    assert res.status == SUCCEEDED and res.result.reached_goal
+    assert list(res.result.state.name) == FINGERS
+    np.testing.assert_array_less(np.abs(np.array(res.result.state.position) - 0.03), 0.01)
+    q = goals.joints("franka")
+    np.testing.assert_array_less(np.abs(np.array([q[j] for j in FINGERS]) - 0.03), 0.01)
+
+
+def test_fingers_blocked_by_an_object_stall_with_the_measured_force(start_node, client, goals):
+    start_node(
+        {"scene": str(GRIPPER_SCENE), "paused": True, "gripper_stall_timeout": 0.2}
+    ).wait_serving(client)
+    model = mujoco.MjModel.from_xml_path(str(GRIPPER_SCENE))
+    kp = model.actuator("grip").gainprm[0]
+    half_width = model.geom("block").size[1]  # the left finger's inner face meets it there
+    action = goals.action(GripperCommand, HAND)
+    handle = goals.send(action, gripper_goal(0.0))
+    assert handle.accepted
+    result = handle.get_result_async()
+    goals.step_until(result, max_steps=3000)
+    res = result.result()
+    assert res.status == ABORTED  # stalled short of the goal (gripper_allow_stalling false)
+    assert res.result.stalled and not res.result.reached_goal
+    # where the block stops it (the test may have stepped on until the result came: the
+    # finger stays there, MuJoCo's qpos says so too)
+    assert res.result.position == pytest.approx(half_width, abs=0.001)
+    q = goals.joints("hand")
+    assert q["left_finger_joint"] == pytest.approx(half_width, abs=0.001)
+    # a servo at rest exerts kp * (target - position): MuJoCo's force, measured
+    assert res.result.effort == pytest.approx(kp * (0.0 - res.result.position), rel=1e-3)
+    # the equality moved the other finger with it, 1:1
+    assert q["right_finger_joint"] == pytest.approx(q["left_finger_joint"], abs=0.001)
+    # the parallel server of the same hand: open again (reached), then close (stalled)
+    parallel = goals.action(ParallelGripperCommand, HAND_PARALLEL)
+    for target, status in ((0.04, SUCCEEDED), (0.0, ABORTED)):
+        handle = goals.send(parallel, parallel_goal([target]))
+        assert handle.accepted
+        result = handle.get_result_async()
+        goals.step_until(result, max_steps=3000)
+        res = result.result()
+        assert res.status == status, target
+        assert res.result.reached_goal == (status == SUCCEEDED)
+        assert res.result.stalled == (status == ABORTED)
+    assert list(res.result.state.name) == ["left_finger_joint", "right_finger_joint"]
+    left = res.result.state.position[0]
+    assert res.result.state.effort[0] == pytest.approx(kp * (0.0 - left), rel=1e-3)
+
+
+#: Goals the Franka hand's servers refuse, and what the node's warning says (None: the
+#: line of an earlier goal refused for the same field stands for it, one per period).
+BAD_GOALS = [
+    ("gripper", gripper_goal(0.05), "outside the range of panda_finger_joint1 [0, 0.04]"),
+    ("gripper", gripper_goal(-0.01), None),
+    ("gripper", gripper_goal(math.nan), None),
+    ("gripper", gripper_goal(0.02, max_effort=-1.0), "max_effort: -1.0 is not"),
+    ("gripper", gripper_goal(0.02, max_effort=math.inf), None),
+    ("parallel", parallel_goal([0.02, 0.02]), "expected 1 value (the gripper's), got 2"),
+    ("parallel", parallel_goal([]), None),
+    ("parallel", parallel_goal([0.02], names=["panda_joint1"]), "'panda_joint1' is not a finger"),
+    ("parallel", parallel_goal([0.02], effort=[math.nan]), "command.effort: nan"),
+    ("parallel", parallel_goal([0.5]), None),
+]
+
+
+def test_bad_goals_are_refused_and_move_nothing(paused_node, client, goals):
+    actions = {
+        "gripper": goals.action(GripperCommand, FRANKA),
+        "parallel": goals.action(ParallelGripperCommand, FRANKA_PARALLEL),
+    }
+    before = goals.joints("franka")
+    for kind, goal, said in BAD_GOALS:
+        assert not goals.send(actions[kind], goal).accepted, (kind, goal)
+        if said is not None:
+            client.spin_until(lambda s=said: s in paused_node.output_so_far(), 10.0, repr(said))
+    goals.step(200)
+    after = goals.joints("franka")
+    for j in FINGERS:  # the fingers held their targets: where they were
+        assert after[j] == pytest.approx(before[j], abs=1e-4)
+
+
+def test_a_newer_goal_ends_the_running_one(paused_node, client, goals):
+    action = goals.action(GripperCommand, FRANKA)
+    first = goals.send(action, gripper_goal(0.0))
+    assert first.accepted
+    first_result = first.get_result_async()
+    goals.step(5)
+    second = goals.send(action, gripper_goal(0.03))
+    assert second.accepted
+    goals.step(5)
+    client.spin_until(first_result.done, 10.0, "the first goal's result")
+    assert first_result.result().status == ABORTED
+    assert not first_result.result().result.reached_goal
+    second_result = second.get_result_async()
+    goals.step_until(second_result, max_steps=2000)
+    assert second_result.result().status == SUCCEEDED
+    assert abs(goals.joints("franka")["panda_finger_joint1"] - 0.03) < 0.01
+
+
+def test_a_cancelled_goal_holds_the_fingers(paused_node, client, goals):
+    action = goals.action(GripperCommand, FRANKA)
+    handle = goals.send(action, gripper_goal(0.0))
+    assert handle.accepted
+    goals.step(40)  # moving, far from the goal
+    cancel = handle.cancel_goal_async()
+    client.spin_until(cancel.done, 10.0, "the cancel response")
+    result = handle.get_result_async()
+    client.spin_until(result.done, 10.0, "the cancelled goal's result")
+    assert result.result().status == CANCELED
+    held = goals.joints("franka")["panda_finger_joint1"]
+    goals.step(1000)
+    now = goals.joints("franka")["panda_finger_joint1"]
+    assert held > 0.01 and abs(now - held) < 0.005  # stopped near where it was, not at 0
+
+
+def test_a_configured_gripper_the_scene_cannot_have_stops_the_start(start_node, snapshot_dir):
+    node = start_node(
+        {"grippers": "['claw: panda_joint7 nope']", "snapshot_dir": str(snapshot_dir)}
+    )
+    node.wait_output(timeout=30)
+    assert node.proc.returncode == 1, node.output
+    lines = [line for line in node.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("sim_node: cannot start: "), node.output
+    assert "grippers: 'claw: panda_joint7 nope': 'nope' is not a robot joint" in lines[0]
+
+
+def test_a_configured_gripper_gets_its_servers(start_node, client, goals):
+    """panda_joint7 as a one-finger 'wrist' gripper: its servers, its range."""
+    start_node({"grippers": "['wrist: panda_joint7']", "paused": True}).wait_serving(client)
+    action = goals.action(GripperCommand, "/wrist_controller/gripper_cmd")
+    assert not goals.send(action, gripper_goal(3.0)).accepted  # range +-2.8973
+    handle = goals.send(action, gripper_goal(0.5))
+    assert handle.accepted
+    result = handle.get_result_async()
+    goals.step_until(result, max_steps=3000)
+    assert result.result().status == SUCCEEDED
+    assert abs(goals.joints("franka")["panda_joint7"] - 0.5) < 0.01
+
+
+def test_a_model_change_ends_a_running_goal(paused_node, client, goals):
+    """Deleting an entity rebuilds the model: the fingers' addresses may have moved, so the
+    goal ends ABORTED (saying so) rather than judging stale numbers."""
+    action = goals.action(GripperCommand, FRANKA)
+    handle = goals.send(action, gripper_goal(0.0))
+    assert handle.accepted
+    result = handle.get_result_async()
+    res = client.call(
+        ss.DeleteEntity, "/sim_node/delete_entity", ss.DeleteEntity.Request(entity="cube")
+    )
+    assert res.result.result == sm.Result.RESULT_OK, res.result.error_message
+    client.spin_until(result.done, 10.0, "the goal's result")
+    assert result.result().status == ABORTED
+    client.spin_until(
+        lambda: "panda_hand gripper goal aborted: the model changed" in paused_node.output_so_far(),
+        10.0,
+        "the line saying why",
+    )
+    # the hand's server serves the new model
+    handle = goals.send(action, gripper_goal(0.02))
+    assert handle.accepted
+    result = handle.get_result_async()
+    goals.step_until(result, max_steps=2000)
+    assert result.result().status == SUCCEEDED

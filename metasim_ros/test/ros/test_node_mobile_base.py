@@ -1,0 +1,133 @@
+# Copyright 2026 metasim_ros developers
+# SPDX-License-Identifier: Apache-2.0
+"""The example mobile base driven over DDS, the node as its own process, paused and
+stepped: cmd_vel (Twist, or TwistStamped by parameter) moves it; nav_msgs/Odometry on
+odom agrees with the base's planar joints as get_states reports them (pose from x, y,
+yaw; the twist in the base's frame from their velocities); TF has world -> odom -> base;
+a non-finite command is refused with one line and changes nothing."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+pytest.importorskip("nav_msgs.msg", reason="nav_msgs (ros-nav-msgs) not installed")
+
+from geometry_msgs.msg import Twist, TwistStamped, Vector3  # noqa: E402
+from metasim_msgs.srv import GetStates, Step  # noqa: E402
+from nav_msgs.msg import Odometry  # noqa: E402
+from tf2_msgs.msg import TFMessage  # noqa: E402
+
+from metasim_ros.ros.qos import LATCHED_QOS  # noqa: E402
+from metasim_ros.scenes import mobile_base_scene_path  # noqa: E402
+
+FORWARD, TURN = 0.4, 0.8
+
+
+def twist(vx: float, wz: float) -> Twist:
+    return Twist(linear=Vector3(x=vx), angular=Vector3(z=wz))
+
+
+def ns(stamp) -> int:
+    return stamp.sec * 1_000_000_000 + stamp.nanosec
+
+
+class Base:
+    """Steps the paused node; reads the base's joints (get_states) and odometry."""
+
+    def __init__(self, client) -> None:
+        self.client = client
+
+    def step(self, n: int) -> float:
+        res = self.client.call(Step, "/sim_node/step", Step.Request(steps=n))
+        assert res.success, res.message
+        return res.time
+
+    def joints(self) -> dict[str, tuple[float, float]]:
+        states = self.client.call(GetStates, "/sim_node/get_states", GetStates.Request()).states
+        model = next(m for m in states[0].model_states if m.name == "base")
+        return {j.name: (j.position[0], j.velocity[0]) for j in model.joint_states}
+
+    def odometry_at(self, t: float) -> Odometry:
+        return self.client.wait_for_message(
+            Odometry, "/odom", predicate=lambda m: ns(m.header.stamp) == round(t * 1e9)
+        )
+
+    def drive(self, publish, msg) -> None:
+        """Publish until the base moves (the message reached the node)."""
+        for _ in range(40):
+            publish(msg)
+            self.step(25)
+            if abs(self.joints()["base_yaw"][1]) > 0.05:
+                return
+        raise AssertionError("the base never moved")
+
+
+def test_cmd_vel_drives_the_base_and_odometry_follows_it(start_node, client):
+    node = start_node({"scene": mobile_base_scene_path(), "paused": True}).wait_serving(client)
+    base = Base(client)
+    pub = client.node.create_publisher(Twist, "/cmd_vel", 10)
+    base.drive(pub.publish, twist(FORWARD, TURN))
+    t = base.step(1000)  # 2 s: at the commanded speed
+    j = base.joints()
+    odom = base.odometry_at(t)
+    assert (odom.header.frame_id, odom.child_frame_id) == ("odom", "base")
+    # the pose: the planar joints (odom is at the world's origin)
+    (x, vx), (y, vy), (yaw, wz) = j["base_x"], j["base_y"], j["base_yaw"]
+    p, q = odom.pose.pose.position, odom.pose.pose.orientation
+    assert (p.x, p.y, p.z) == pytest.approx((x, y, 0.1), abs=1e-9)
+    assert (q.w, q.z) == pytest.approx((math.cos(yaw / 2), math.sin(yaw / 2)), abs=1e-9)
+    # the twist, in the base's frame: the joints' velocities turned by -yaw
+    lin, ang = odom.twist.twist.linear, odom.twist.twist.angular
+    forward = vx * math.cos(yaw) + vy * math.sin(yaw)
+    left = -vx * math.sin(yaw) + vy * math.cos(yaw)
+    assert (lin.x, lin.y, ang.z) == pytest.approx((forward, left, wz), abs=1e-9)
+    # what was commanded (the actuators' steady error: a few mm/s sideways in the turn)
+    assert (lin.x, ang.z) == pytest.approx((FORWARD, TURN), abs=0.01)
+    assert abs(lin.y) < 0.01
+    # TF: world -> odom (static, at the origin) -> base (the odometry's pose)
+    static = client.wait_for_message(
+        TFMessage,
+        "/tf_static",
+        predicate=lambda m: any(t.child_frame_id == "odom" for t in m.transforms),
+        qos=LATCHED_QOS,
+    )
+    odom_frame = next(t for t in static.transforms if t.child_frame_id == "odom")
+    assert odom_frame.header.frame_id == "world"
+    assert odom_frame.transform.translation.x == 0.0 and odom_frame.transform.rotation.w == 1.0
+    dynamic = client.wait_for_message(
+        TFMessage,
+        "/tf",
+        predicate=lambda m: any(
+            tr.child_frame_id == "base" and ns(tr.header.stamp) == round(t * 1e9)
+            for tr in m.transforms
+        ),
+    )
+    to_base = next(tr for tr in dynamic.transforms if tr.child_frame_id == "base")
+    assert to_base.header.frame_id == "odom"
+    assert to_base.transform.translation.x == pytest.approx(p.x, abs=1e-12)
+    # a non-finite command is refused whole: the base goes on as it was told before
+    pub.publish(Twist(linear=Vector3(x=0.0), angular=Vector3(z=math.nan)))
+    client.spin_until(
+        lambda: "cmd_vel.angular.z: nan is not finite" in node.output_so_far(),
+        10.0,
+        "the refusal",
+    )
+    t = base.step(200)
+    odom = base.odometry_at(t)
+    assert odom.twist.twist.linear.x == pytest.approx(FORWARD, abs=0.01)
+    assert odom.twist.twist.angular.z == pytest.approx(TURN, abs=0.01)
+    client.node.destroy_publisher(pub)
+
+
+def test_twist_stamped_by_parameter(start_node, client):
+    start_node(
+        {"scene": mobile_base_scene_path(), "paused": True, "cmd_vel_stamped": True}
+    ).wait_serving(client)
+    base = Base(client)
+    pub = client.node.create_publisher(TwistStamped, "/cmd_vel", 10)
+    base.drive(pub.publish, TwistStamped(twist=twist(0.0, -0.5)))
+    t = base.step(1000)
+    assert base.odometry_at(t).twist.twist.angular.z == pytest.approx(-0.5, abs=0.01)
+    client.node.destroy_publisher(pub)
