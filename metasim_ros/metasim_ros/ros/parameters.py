@@ -257,8 +257,8 @@ class SimParameters:
         False,
         "env i publishes its joint_states, world_state, TF (frames 'env_<i>/...' under one "
         "world), robot_description, cameras, sensors and contacts under /env_<i>/ and takes "
-        "/env_<i>/joint_command, /env_<i>/joint_trajectory and trajectory actions there (i "
-        "counts from env_offset); the services keep env_id",
+        "/env_<i>/joint_command, /env_<i>/joint_trajectory, trajectory and gripper actions "
+        "there (i counts from env_offset); the services keep env_id",
     )
     env_offset: int = _p(
         0,
@@ -269,9 +269,9 @@ class SimParameters:
     )
     robot_namespaces: bool = _p(
         False,
-        "each robot's joint_states, joint_command, joint_trajectory, trajectory actions and "
-        "robot_description go under /<robot>/ (under /env_<i>/ with env_namespaces); TF "
-        "stays one tree",
+        "each robot's joint_states, joint_command, joint_trajectory, trajectory and gripper "
+        "actions and robot_description go under /<robot>/ (under /env_<i>/ with "
+        "env_namespaces); TF stays one tree",
     )
     paused: bool = _p(
         False,

@@ -23,7 +23,7 @@ pytest.importorskip("control_msgs.action", reason="control_msgs not built")
 from control_msgs.action import GripperCommand, ParallelGripperCommand  # noqa: E402
 from control_msgs.msg import GripperCommand as Command  # noqa: E402
 from metasim_msgs.srv import GetStates, Step  # noqa: E402
-from rclpy.action import ActionClient  # noqa: E402
+from rclpy.action import ActionClient, get_action_names_and_types  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from simulation_interfaces import msg as sm  # noqa: E402
 from simulation_interfaces import srv as ss  # noqa: E402
@@ -71,10 +71,10 @@ class Goals:
             for _ in range(3):
                 self.client.executor.spin_once(timeout_sec=0.02)
 
-    def joints(self, robot: str) -> dict[str, float]:
-        """Joint positions (MuJoCo's qpos) from get_states."""
+    def joints(self, robot: str, env: int = 0) -> dict[str, float]:
+        """Joint positions (MuJoCo's qpos) of env `env` from get_states."""
         states = self.client.call(GetStates, "/sim_node/get_states", GetStates.Request()).states
-        model = next(m for m in states[0].model_states if m.name == robot)
+        model = next(m for m in states[env].model_states if m.name == robot)
         return {j.name: j.position[0] for j in model.joint_states}
 
     def close(self) -> None:
@@ -174,6 +174,54 @@ def test_fingers_blocked_by_an_object_stall_with_the_measured_force(start_node, 
     assert list(res.result.state.name) == ["left_finger_joint", "right_finger_joint"]
     left = res.result.state.position[0]
     assert res.result.state.effort[0] == pytest.approx(kp * (0.0 - left), rel=1e-3)
+
+
+def test_each_env_and_robot_has_its_own_gripper_servers(start_node, client, goals):
+    start_node(
+        {
+            "scene": str(GRIPPER_SCENE),
+            "paused": True,
+            "num_envs": 2,
+            "env_namespaces": True,
+            "robot_namespaces": True,
+        }
+    ).wait_serving(client)
+    places = [f"/env_{e}/hand" for e in (0, 1)]
+    expected = {p + name for p in places for name in (HAND, HAND_PARALLEL)}
+    for name in sorted(expected):
+        goals.action(ParallelGripperCommand if "parallel" in name else GripperCommand, name)
+    # the node's own names are gone: every gripper server is under its env and robot (a
+    # server publishes its status topic; the graph's action names count clients too)
+    served = {
+        n
+        for n, _ in get_action_names_and_types(client.node)
+        if "gripper_cmd" in n and client.node.count_publishers(f"{n}/_action/status")
+    }
+    assert served == expected
+    # a goal to env 1's hand moves env 1's fingers only (the home keyframe has them at 0.05)
+    action = goals.action(GripperCommand, places[1] + HAND)
+    handle = goals.send(action, gripper_goal(0.03))
+    assert handle.accepted
+    result = handle.get_result_async()
+    goals.step_until(result, max_steps=2000)
+    res = result.result()
+    assert res.status == SUCCEEDED and res.result.reached_goal
+    q1, q0 = goals.joints("hand", env=1), goals.joints("hand", env=0)
+    assert q1["left_finger_joint"] == pytest.approx(0.03, abs=0.01)
+    assert res.result.position == pytest.approx(0.03, abs=0.01)
+    assert q0["left_finger_joint"] == pytest.approx(0.05, abs=1e-3)
+    # and env 0's own servers command and judge env 0 (env 1's fingers stay)
+    parallel = goals.action(ParallelGripperCommand, places[0] + HAND_PARALLEL)
+    handle = goals.send(parallel, parallel_goal([0.02]))
+    assert handle.accepted
+    result = handle.get_result_async()
+    goals.step_until(result, max_steps=2000)
+    res = result.result()
+    assert res.status == SUCCEEDED
+    q1, q0 = goals.joints("hand", env=1), goals.joints("hand", env=0)
+    assert res.result.state.position[0] == pytest.approx(0.02, abs=0.01)
+    assert q0["left_finger_joint"] == pytest.approx(0.02, abs=0.01)
+    assert q1["left_finger_joint"] == pytest.approx(0.03, abs=0.01)
 
 
 #: Goals the Franka hand's servers refuse, and what the node's warning says (None: the

@@ -53,8 +53,10 @@ class Commandable(Protocol):
 
     num_envs: int
 
-    def command(self, commands: dict[str, JointCommand]) -> None:
-        """Joint commands by name, in every env."""
+    def command(
+        self, commands: dict[str, JointCommand], env_ids: Sequence[int] | None = None
+    ) -> None:
+        """Joint commands by name, in the envs (default every env)."""
 
     def writing(self, env_id: int) -> AbstractContextManager[mujoco.MjData]:
         """One env's MjData to write."""
@@ -108,15 +110,17 @@ class Gripper:
         k = self.joints.index(joint)
         return (position - self.offset[k]) / self.multiplier[k]
 
-    def set_target(self, sim: Commandable, position: float) -> None:
-        """Put the fingers' target at `position` (the command joint's) in every env;
-        refused, nothing written, as `commands` refuses it."""
+    def set_target(
+        self, sim: Commandable, position: float, envs: Sequence[int] | None = None
+    ) -> None:
+        """Put the fingers' target at `position` (the command joint's) in `envs` (None:
+        every env); refused, nothing written, as `commands` refuses it."""
         commands = self.commands(position)
         if self.actuator < 0:
-            sim.command(commands)
+            sim.command(commands, envs)
             return
         ctrl = self.ctrl_offset + self.ctrl_scale * position
-        for e in range(sim.num_envs):
+        for e in range(sim.num_envs) if envs is None else envs:
             with sim.writing(e) as data:
                 data.ctrl[self.actuator] = ctrl
 

@@ -2,18 +2,21 @@
 # SPDX-License-Identifier: Apache-2.0
 """control_msgs GripperCommand and ParallelGripperCommand action servers, one of each per
 gripper (core.control.grippers finds them), as ros2_control's gripper controllers offer
-them (`<controller>/gripper_cmd`) to MoveIt's simple controller manager.
+them (`<controller>/gripper_cmd`) to MoveIt's simple controller manager. With
+`robot_namespaces` / `env_namespaces` each place (ros.namespaces) has its own servers for
+its robot's grippers, as the trajectory servers are placed.
 
-A goal sets the fingers' position targets in every env and is judged in env 0 from the
-simulation: SUCCEEDED with reached_goal once the command joint is within
-`gripper_goal_tolerance`; when the fingers stop short (an object between them) ABORTED
-with stalled and the measured force, or SUCCEEDED with `gripper_allow_stalling`. A goal
-out of the command joint's range, with non-finite values or naming another joint is
-rejected (one warning line). A newer goal for the same gripper ends the running one
-ABORTED; a cancel holds the fingers where they are; a model change (its fingers may have
-moved in MjData) and a node that shuts down end it ABORTED. max_effort is checked, not
-applied: the scene's actuators set the force, as ros2_control's gripper controllers on a
-position interface without a max_effort interface.
+A goal sets the fingers' position targets in its place's envs (every env when envs have
+no namespaces) and is judged in the place's env (env 0 then) from the simulation:
+SUCCEEDED with reached_goal once the command joint is within `gripper_goal_tolerance`;
+when the fingers stop short (an object between them) ABORTED with stalled and the
+measured force, or SUCCEEDED with `gripper_allow_stalling`. A goal out of the command
+joint's range, with non-finite values or naming another joint is rejected (one warning
+line). A newer goal for the same gripper in the same place ends the running one ABORTED;
+a cancel holds the fingers where they are; a model change (its fingers may have moved in
+MjData) and a node that shuts down end it ABORTED. max_effort is checked, not applied:
+the scene's actuators set the force, as ros2_control's gripper controllers on a position
+interface without a max_effort interface.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from metasim_ros.ros.convert.grippers import (
     gripper_goal,
     parallel_goal,
 )
+from metasim_ros.ros.namespaces import Place
 from metasim_ros.ros.parameters import SimParameters
 from metasim_ros.ros.parts import PartsNode
 from metasim_ros.ros.qos import ACTION_QOS
@@ -47,17 +51,21 @@ _Goal = GripperCommand.Goal | ParallelGripperCommand.Goal
 
 
 class GripperServers:
-    """Both action servers for every gripper of the current model. Follows model changes:
-    a new gripper gets its servers; a gripper gone keeps them, refusing goals."""
+    """Both action servers for every gripper of the current model, in each place of its
+    robot. Follows model changes: a new gripper gets its servers; a gripper gone keeps
+    them, refusing goals."""
 
     def __init__(self, node: PartsNode, sim: SimulationAccess, params: SimParameters) -> None:
         self._node, self._sim, self._params = node, sim, params
         self._warn = node.warn_input
         self._group = ReentrantCallbackGroup()  # goals wait for their outcome concurrently
+        self._placement = node.placement
         self.grippers: dict[str, Gripper] = {}
-        self.servers: dict[tuple[str, str], ActionServer] = {}
-        #: the goal each gripper runs (a newer one ends it): gripper -> goal handle
-        self._running: dict[str, ServerGoalHandle] = {}
+        #: (namespace, gripper, action name pattern) -> its server
+        self.servers: dict[tuple[str, str, str], ActionServer] = {}
+        #: the goal each gripper runs in each place (a newer one ends it):
+        #: (namespace, gripper) -> goal handle
+        self._running: dict[tuple[str, str], ServerGoalHandle] = {}
         self._lock = threading.Lock()
         configured = list(params.grippers)
 
@@ -82,20 +90,24 @@ class GripperServers:
             (self._params.gripper_action, GripperCommand, self._execute_gripper),
             (self._params.parallel_gripper_action, ParallelGripperCommand, self._execute_parallel),
         )
-        for name in self.grippers:
-            for pattern, action, execute in kinds:
-                if (name, pattern) in self.servers:
+        robots = list(dict.fromkeys(g.robot for g in grippers))
+        for place in self._placement.robots(robots):
+            for name, gripper in self.grippers.items():
+                if place.robot not in (None, gripper.robot):
                     continue
-                self.servers[(name, pattern)] = ActionServer(
-                    self._node,
-                    action,
-                    pattern.format(gripper=name),
-                    execute_callback=lambda gh, n=name, ex=execute: ex(n, gh),
-                    goal_callback=lambda goal, n=name: self._check(n, goal),
-                    cancel_callback=lambda _gh: CancelResponse.ACCEPT,
-                    callback_group=self._group,
-                    **ACTION_QOS,
-                )
+                for pattern, action, execute in kinds:
+                    if (place.namespace, name, pattern) in self.servers:
+                        continue
+                    self.servers[place.namespace, name, pattern] = ActionServer(
+                        self._node,
+                        action,
+                        place.name(pattern.format(gripper=name)),
+                        execute_callback=lambda gh, n=name, p=place, ex=execute: ex(n, p, gh),
+                        goal_callback=lambda goal, n=name: self._check(n, goal),
+                        cancel_callback=lambda _gh: CancelResponse.ACCEPT,
+                        callback_group=self._group,
+                        **ACTION_QOS,
+                    )
 
     def _parse(self, name: str, goal: _Goal) -> tuple[Gripper, float]:
         gripper = self.grippers.get(name)
@@ -117,28 +129,34 @@ class GripperServers:
             return GoalResponse.REJECT
         return GoalResponse.ACCEPT
 
-    def _execute_gripper(self, name: str, gh: ServerGoalHandle) -> GripperCommand.Result:
+    def _execute_gripper(
+        self, name: str, place: Place, gh: ServerGoalHandle
+    ) -> GripperCommand.Result:
         result, feedback = GripperCommand.Result(), GripperCommand.Feedback()
 
         def fill(out, _g: Gripper, r: GripperReading, reached: bool, stalled: bool) -> None:
             fill_gripper(out, r, reached, stalled)
 
-        return self._execute(name, gh, result, feedback, fill)
+        return self._execute(name, place, gh, result, feedback, fill)
 
-    def _execute_parallel(self, name: str, gh: ServerGoalHandle) -> ParallelGripperCommand.Result:
+    def _execute_parallel(
+        self, name: str, place: Place, gh: ServerGoalHandle
+    ) -> ParallelGripperCommand.Result:
         result, feedback = ParallelGripperCommand.Result(), ParallelGripperCommand.Feedback()
-        return self._execute(name, gh, result, feedback, fill_parallel)
+        return self._execute(name, place, gh, result, feedback, fill_parallel)
 
-    def _start(self, name: str, gh: ServerGoalHandle) -> tuple[Gripper, GripperWatch, int]:
-        """Set the targets (every env) and make this the gripper's running goal; the
-        model version they were set in."""
+    def _start(
+        self, name: str, place: Place, gh: ServerGoalHandle
+    ) -> tuple[Gripper, GripperWatch, int]:
+        """Set the targets (the place's envs) and make this the gripper's running goal
+        there; the model version they were set in."""
         gripper, position = self._parse(name, gh.request)
         p = self._params
         with self._sim.locked() as h:
-            gripper.set_target(h, position)
-            now, version = h.sim_time(0), h.model_version
+            gripper.set_target(h, position, place.envs)
+            now, version = h.sim_time(place.env or 0), h.model_version
         with self._lock:
-            self._running[name] = gh
+            self._running[place.namespace, name] = gh
         watch = GripperWatch(
             position,
             p.gripper_goal_tolerance,
@@ -148,9 +166,12 @@ class GripperServers:
         )
         return gripper, watch, version
 
-    def _execute(self, name: str, gh: ServerGoalHandle, result, feedback, fill: Callable):
+    def _execute(
+        self, name: str, place: Place, gh: ServerGoalHandle, result, feedback, fill: Callable
+    ):
+        key, env = (place.namespace, name), place.env or 0
         try:
-            gripper, watch, version = self._start(name, gh)
+            gripper, watch, version = self._start(name, place, gh)
         except RequestError as exc:  # the model changed since the goal was accepted
             self._warn(f"gripper goal {type(exc).__name__}", f"{name} gripper goal aborted: {exc}")
             gh.abort()
@@ -162,7 +183,7 @@ class GripperServers:
                     self._warn("gripper model", f"{name} gripper goal aborted: the model changed")
                     gh.abort()
                     return result
-                reading = gripper.read(h.synced_data(0))
+                reading = gripper.read(h.synced_data(env))
             reached, stalled = watch.judge(reading)
             fill(result, gripper, reading, reached, stalled)
             if reading.time != seen:  # every new state, the last one too
@@ -170,14 +191,14 @@ class GripperServers:
                 gh.publish_feedback(feedback)
                 seen = reading.time
             with self._lock:
-                replaced = self._running.get(name) is not gh
+                replaced = self._running.get(key) is not gh
                 if reached or stalled or replaced or gh.is_cancel_requested or self._sim.closed:
-                    if self._running.get(name) is gh:
-                        del self._running[name]
+                    if self._running.get(key) is gh:
+                        del self._running[key]
                     break
             time.sleep(MONITOR_PERIOD)
         if gh.is_cancel_requested and not (replaced or self._sim.closed):
-            self._hold(gripper, reading)
+            self._hold(gripper, reading, place)
             gh.canceled()
         elif reached or (stalled and self._params.gripper_allow_stalling):
             gh.succeed()
@@ -185,11 +206,11 @@ class GripperServers:
             gh.abort()
         return result
 
-    def _hold(self, gripper: Gripper, reading: GripperReading) -> None:
+    def _hold(self, gripper: Gripper, reading: GripperReading, place: Place) -> None:
         """Targets where the command joint is now (within its range): the fingers stop."""
         held = min(max(float(reading.position[0]), gripper.low), gripper.high)
         try:
             with self._sim.locked() as h:
-                gripper.set_target(h, held)
+                gripper.set_target(h, held, place.envs)
         except RequestError as exc:  # the model changed meanwhile
             self._warn(f"gripper hold {type(exc).__name__}", f"{gripper.name}: {exc}")
