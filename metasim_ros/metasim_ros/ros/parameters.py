@@ -452,6 +452,15 @@ class SimParameters:
         "mobile base in its own frame (velocity actuators on a site of a moving model root)",
     )
     cmd_vel_stamped: bool = _p(False, "cmd_vel_topic takes geometry_msgs/TwistStamped")
+    cmd_vel_timeout: float = _p(
+        0.5,
+        "sim seconds after the last cmd_vel message at which the base's velocity command "
+        "returns to zero, as a base driver stops (0 = the last command holds; 0.5 as "
+        "ros2_controllers' diff_drive_controller)",
+        dynamic=True,
+        low=0.0,
+        high=1e6,
+    )
     odom_topic: str = _p(
         "odom",
         "nav_msgs/Odometry of the scene's mobile base (ground truth, in the odom frame; TF "

@@ -39,11 +39,11 @@ JOINT_TRAJECTORY_TOPIC = "~/joint_trajectory"
 
 def input_topics(params: SimParameters, places: list[Place]) -> list[str]:
     """Every topic the node takes commands from: the command and trajectory topics in
-    each of `places` (ros/namespaces.py), and ~/joint_targets."""
+    each of `places` (ros/namespaces.py), ~/joint_targets and the base's cmd_vel."""
     placed = [
         p.name(t) for p in places for t in (params.joint_command_topic, JOINT_TRAJECTORY_TOPIC)
     ]
-    return [*placed, JOINT_TARGETS_TOPIC]
+    return [*placed, JOINT_TARGETS_TOPIC, params.cmd_vel_topic]
 
 
 class CallbackGroups:

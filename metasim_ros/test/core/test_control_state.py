@@ -2,10 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """The state that runs is the state that is saved: for every kind of control (velocity
 and effort modes, stable PD with per-joint gains, ball-joint targets, a trajectory under
-way, an applied wrench, after a spawn), a snapshot save -> disturb -> load, an in-memory
-capture -> restore and a rolled-back transaction each continue bit for bit like a run
-that was never interrupted (1000 steps, compared with MuJoCo's own mj_getState), and the
-load says exact only when it is."""
+way, an applied wrench, a mobile base command that times out, after a spawn), a snapshot
+save -> disturb -> load, an in-memory capture -> restore and a rolled-back transaction
+each continue bit for bit like a run that was never interrupted (1000 steps, compared
+with MuJoCo's own mj_getState), and the load says exact only when it is."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from metasim_ros.core import MujocoHandler, load_snapshot, save_snapshot
 from metasim_ros.core.control.commands import JointCommand
 from metasim_ros.core.control.goals import SUCCESSFUL, TrajectoryGoal
 from metasim_ros.core.control.interpolation import Waypoints
+from metasim_ros.scenes import mobile_base_scene_path
 
 TESTS = Path(__file__).resolve().parents[1]
 ACTUATED = str(TESTS / "ros" / "scenes" / "actuated.xml")
@@ -109,6 +110,13 @@ SCENARIOS: dict[str, tuple[str | None, dict, Callable[[MujocoHandler], None], in
         ),
         100,
     ),
+    # ends 150 steps into the continuation: the base stops there in every way of resuming
+    "mid_base_command": (
+        mobile_base_scene_path(),
+        {},
+        lambda h: h.drive_base([0.3, 0.0, 0.0, 0.0, 0.0, 0.6], 0.5),
+        100,
+    ),
     "after_spawn": (
         None,
         {},
@@ -126,6 +134,8 @@ def _disturb(h: MujocoHandler) -> None:
     names = h.target_joint_names
     if names:
         h.command({names[0]: JointCommand(position=0.2)})
+    elif h.robots[0].name == "base":  # the mobile base: a command that holds
+        h.drive_base([-0.2, 0.1, 0.0, 0.0, 0.0, 0.0], 0.0)
     else:  # the ball-joint robot
         h.set_states([{"robots": {"arm": {"dof_pos_target": {"shoulder": [1, 0, 0, 0]}}}}])
     for robot in h.running_trajectories():

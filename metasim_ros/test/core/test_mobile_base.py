@@ -34,7 +34,7 @@ def test_the_example_base_goes_where_it_is_told(handler):
         ("base_vy", 1),
         ("base_wz", 5),
     ]
-    base.set_velocity(handler, [0.3, -0.1, 0.0, 0.0, 0.0, 0.6])
+    handler.drive_base([0.3, -0.1, 0.0, 0.0, 0.0, 0.6], 0.0)  # until the next command
     handler.step(n=1500)
     d = handler.synced_data(0)
     yaw = d.qpos[m.joint("base_yaw").qposadr[0]]
@@ -50,13 +50,37 @@ def test_the_example_base_goes_where_it_is_told(handler):
 
 
 def test_a_non_finite_command_is_refused_and_writes_nothing(handler):
-    base = find_base(handler.model)
-    base.set_velocity(handler, [0.3, 0.0, 0.0, 0.0, 0.0, 0.0])
+    handler.drive_base([0.3, 0.0, 0.0, 0.0, 0.0, 0.0], 0.0)
     before = handler.synced_data(0).ctrl.copy()
     for bad in (math.nan, math.inf):
         with pytest.raises(StateValidationError, match="cmd_vel.angular.z"):
-            base.set_velocity(handler, [0.0, 0.0, 0.0, 0.0, 0.0, bad])
+            handler.drive_base([0.0, 0.0, 0.0, 0.0, 0.0, bad], 0.0)
     np.testing.assert_array_equal(handler.synced_data(0).ctrl, before)
+
+
+@pytest.mark.parametrize("batches", [[125], [1] * 125, [30, 7, 50, 38]])
+def test_a_command_ends_after_its_timeout_in_steps_however_batched(handler, batches):
+    """0.1 s of the scene's 2 ms steps: exactly 50 steps driven, then the ctrl is zero
+    (MuJoCo stepping the same controls agrees bit for bit)."""
+    m = handler.model
+    handler.drive_base([0.3, 0.0, 0.0, 0.0, 0.0, 0.6], 0.1)
+    for n in batches:
+        handler.step(n=n)
+    d = mujoco.MjData(m)
+    d.ctrl[m.actuator("base_vx").id], d.ctrl[m.actuator("base_wz").id] = 0.3, 0.6
+    mujoco.mj_step(m, d, nstep=50)
+    d.ctrl[:] = 0.0
+    mujoco.mj_step(m, d, nstep=75)
+    mine = handler.synced_data(0)
+    assert not mine.ctrl.any()
+    np.testing.assert_array_equal(mine.qpos, d.qpos)
+    np.testing.assert_array_equal(mine.qvel, d.qvel)
+
+
+def test_a_scene_without_a_base_refuses_a_command():
+    h = MujocoHandler(default_scene_path())
+    with pytest.raises(StateValidationError, match="no mobile base"):
+        h.drive_base([0.1, 0.0, 0.0, 0.0, 0.0, 0.0], 0.5)
 
 
 def test_the_frame_tree_hangs_the_base_from_odom():

@@ -4,7 +4,10 @@
 stepped: cmd_vel (Twist, or TwistStamped by parameter) moves it; nav_msgs/Odometry on
 odom agrees with the base's planar joints as get_states reports them (pose from x, y,
 yaw; the twist in the base's frame from their velocities); TF has world -> odom -> base;
-a non-finite command is refused with one line and changes nothing."""
+a non-finite command is refused with one line and changes nothing; `cmd_vel_timeout` sim
+seconds after the last message the base's command is zero again (MuJoCo's own stepping of
+the scene with the same controls says where the base is then), and a recording keeps the
+cmd_vel messages and replays the stop bit for bit."""
 
 from __future__ import annotations
 
@@ -14,9 +17,13 @@ import pytest
 
 pytest.importorskip("nav_msgs.msg", reason="nav_msgs (ros-nav-msgs) not installed")
 
+import mujoco  # noqa: E402
 from geometry_msgs.msg import Twist, TwistStamped, Vector3  # noqa: E402
-from metasim_msgs.srv import GetStates, Step  # noqa: E402
+from metasim_msgs.srv import GetStates, Replay, StartRecording, Step  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
+from rclpy.serialization import deserialize_message  # noqa: E402
+from rosbags.rosbag2 import Reader  # noqa: E402
+from std_srvs.srv import Trigger  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
 from metasim_ros.ros.qos import LATCHED_QOS  # noqa: E402
@@ -65,7 +72,9 @@ class Base:
 
 
 def test_cmd_vel_drives_the_base_and_odometry_follows_it(start_node, client):
-    node = start_node({"scene": mobile_base_scene_path(), "paused": True}).wait_serving(client)
+    # the command holds (no timeout): the base's steady state is measured
+    params = {"scene": mobile_base_scene_path(), "paused": True, "cmd_vel_timeout": 0.0}
+    node = start_node(params).wait_serving(client)
     base = Base(client)
     pub = client.node.create_publisher(Twist, "/cmd_vel", 10)
     base.drive(pub.publish, twist(FORWARD, TURN))
@@ -123,7 +132,12 @@ def test_cmd_vel_drives_the_base_and_odometry_follows_it(start_node, client):
 
 def test_twist_stamped_by_parameter(start_node, client):
     start_node(
-        {"scene": mobile_base_scene_path(), "paused": True, "cmd_vel_stamped": True}
+        {
+            "scene": mobile_base_scene_path(),
+            "paused": True,
+            "cmd_vel_stamped": True,
+            "cmd_vel_timeout": 0.0,  # the command holds: its steady state is measured
+        }
     ).wait_serving(client)
     base = Base(client)
     pub = client.node.create_publisher(TwistStamped, "/cmd_vel", 10)
@@ -131,3 +145,79 @@ def test_twist_stamped_by_parameter(start_node, client):
     t = base.step(1000)
     assert base.odometry_at(t).twist.twist.angular.z == pytest.approx(-0.5, abs=0.01)
     client.node.destroy_publisher(pub)
+
+
+#: cmd_vel_timeout of the stop test (sim seconds: 50 steps of the scene's 2 ms)
+TIMEOUT = 0.1
+
+
+def mujoco_base(before: int, driven: int, after: int) -> dict[str, tuple[float, float]]:
+    """The base's joints (position, velocity) as MuJoCo steps the scene: `before` steps at
+    rest, `driven` steps with the actuators at (FORWARD, TURN), `after` steps at zero."""
+    m = mujoco.MjModel.from_xml_path(mobile_base_scene_path())
+    d = mujoco.MjData(m)
+    mujoco.mj_step(m, d, nstep=before)
+    d.ctrl[m.actuator("base_vx").id], d.ctrl[m.actuator("base_wz").id] = FORWARD, TURN
+    mujoco.mj_step(m, d, nstep=driven)
+    d.ctrl[:] = 0.0
+    mujoco.mj_step(m, d, nstep=after)
+    return {
+        j: (float(d.qpos[m.joint(j).qposadr[0]]), float(d.qvel[m.joint(j).dofadr[0]]))
+        for j in ("base_x", "base_y", "base_yaw")
+    }
+
+
+def test_the_base_stops_when_its_commands_stop(start_node, client, tmp_path):
+    start_node(
+        {
+            "scene": mobile_base_scene_path(),
+            "paused": True,
+            "cmd_vel_timeout": TIMEOUT,
+            "recordings_dir": str(tmp_path),
+        }
+    ).wait_serving(client)
+    base = Base(client)
+    res = client.call(
+        StartRecording, "/sim_node/start_recording", StartRecording.Request(folder="ep")
+    )
+    assert res.success, res.message
+    pub = client.node.create_publisher(Twist, "/cmd_vel", 10)
+    # the node's input and the recording's tap
+    client.spin_until(lambda: pub.get_subscription_count() >= 2, 20.0, "the cmd_vel topic")
+    pub.publish(twist(FORWARD, TURN))
+    # one step at a time until the base moves: the command came in before that step began
+    t = 0.0
+    while base.joints()["base_yaw"][1] == 0.0:
+        assert t < 10.0, "the base never moved"
+        t = base.step(1)
+    m = mujoco.MjModel.from_xml_path(mobile_base_scene_path())
+    dt = m.opt.timestep
+    before = round(t / dt) - 1
+    driven = round(TIMEOUT / dt)
+    end = base.step(driven + 400)  # the timeout and 0.8 s more
+    total = round(end / dt)
+    truth = mujoco_base(before, driven, total - before - driven)
+    joints = base.joints()
+    for name, (q, v) in truth.items():
+        assert joints[name] == pytest.approx((q, v), abs=1e-9), name
+    # stopped: what the base driven on would not be
+    assert abs(joints["base_yaw"][1]) < 1e-3 and abs(joints["base_x"][1]) < 1e-3
+    held = mujoco_base(before, total - before, 0)
+    assert held["base_yaw"][1] == pytest.approx(TURN, abs=0.01)
+    final = client.call(GetStates, "/sim_node/get_states", GetStates.Request()).states
+    client.node.destroy_publisher(pub)
+    # the recording has the command and replays the stop where it happened
+    res = client.call(Trigger, "/sim_node/stop_recording", Trigger.Request())
+    assert res.success, res.message
+    with Reader(tmp_path / "ep" / "bag") as bag:
+        topics = {c.topic: c for c in bag.connections}
+        sent = [d for _, _, d in bag.messages([topics["/cmd_vel"]])]
+    assert [deserialize_message(bytes(d), Twist) for d in sent] == [twist(FORWARD, TURN)]
+    res = client.call(
+        Replay, "/sim_node/replay", Replay.Request(folder="ep", from_step=0, to_step=0)
+    )
+    assert res.success, res.message
+    base.step(int(res.steps))
+    text = client.call(Trigger, "/sim_node/status", Trigger.Request()).message
+    assert "DIVERGED" not in text and "finished" in text, text
+    assert client.call(GetStates, "/sim_node/get_states", GetStates.Request()).states == final

@@ -31,6 +31,8 @@ class ControlState:
     countdown: int  # steps until the next controller update (the controller clock)
     wrench_until: np.ndarray  # [nbody] sim time each body's applied wrench ends (inf: never)
     trajectories: dict[str, TrajectoryProgress] = field(default_factory=dict)
+    #: sim time the mobile base's velocity command ends (inf: it holds; core.control.base_command)
+    base_until: float = math.inf
     #: earliest wrench end (derived from wrench_until: the cheap test per step)
     wrench_next: float = field(default=math.inf, compare=False)
 
@@ -50,7 +52,8 @@ class ControlState:
     def same_as(self, other: ControlState) -> bool:
         """Bit for bit the same control state (trajectories: the same goals at the same
         progress)."""
-        if (self.law, self.period, self.countdown) != (other.law, other.period, other.countdown):
+        mine = (self.law, self.period, self.countdown, self.base_until)
+        if mine != (other.law, other.period, other.countdown, other.base_until):
             return False
         for a in self._ARRAYS:
             x, y = getattr(self, a), getattr(other, a)

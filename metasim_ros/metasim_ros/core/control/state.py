@@ -251,7 +251,7 @@ class Controls:
             for b, name in enumerate(before_body_names):
                 if name in bodies and math.isfinite(o.wrench_until[b]):
                     c.wrench_until[bodies[name]] = o.wrench_until[b]
-            c.law, c.period = o.law, o.period
+            c.law, c.period, c.base_until = o.law, o.period, o.base_until
             c.countdown = min(o.countdown, c.period)
             for robot, prog in o.trajectories.items():
                 try:

@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Protocol
 
 import mujoco
 import numpy as np
@@ -31,15 +29,6 @@ from metasim_ros.core.scene.names import element_names
 _TRN_SITE = int(mujoco.mjtTrn.mjTRN_SITE)
 #: Twist components in gear order (MuJoCo: force then torque, in the site's frame).
 COMPONENTS = ("linear.x", "linear.y", "linear.z", "angular.x", "angular.y", "angular.z")
-
-
-class Writable(Protocol):
-    """What commanding the base needs of the handler."""
-
-    num_envs: int
-
-    def writing(self, env_id: int) -> AbstractContextManager[mujoco.MjData]:
-        """One env's MjData to write."""
 
 
 @dataclass(frozen=True)
@@ -61,16 +50,14 @@ class MobileBase:
     name: str
     drives: tuple[tuple[int, int, float], ...]
 
-    def set_velocity(self, sim: Writable, twist: Sequence[float]) -> None:
-        """Command `twist` (vx, vy, vz, wx, wy, wz; the base's frame) in every env; refused,
+    def set_velocity(self, data: mujoco.MjData, twist: Sequence[float]) -> None:
+        """Command `twist` (vx, vy, vz, wx, wy, wz; the base's frame) in `data`; refused,
         nothing written, when a value is not finite."""
         for k, v in enumerate(twist):
             if not math.isfinite(v):
                 raise StateValidationError(f"cmd_vel.{COMPONENTS[k]}", f"{v} is not finite")
-        for e in range(sim.num_envs):
-            with sim.writing(e) as data:
-                for a, k, gear in self.drives:
-                    data.ctrl[a] = gear * twist[k]
+        for a, k, gear in self.drives:
+            data.ctrl[a] = gear * twist[k]
 
     def read(self, model: mujoco.MjModel, data: mujoco.MjData) -> OdometryReading:
         """The base as the simulation has it now (`data` synced)."""

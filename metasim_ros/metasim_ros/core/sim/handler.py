@@ -14,6 +14,7 @@ from typing import Any, Protocol
 import mujoco
 import numpy as np
 
+from metasim_ros.core.control.base_command import BaseCommand
 from metasim_ros.core.control.commands import JointCommand, apply_commands, plan_commands
 from metasim_ros.core.control.drives import ControlLayout
 from metasim_ros.core.control.goals import TrajectoryGoal, TrajectoryProgress, TrajectoryRun
@@ -106,6 +107,7 @@ class _Derived:
     laws: Laws
     trajectories: Trajectories
     wrenches: AppliedWrenches
+    base: BaseCommand
     camera_poses: CameraPoses
     reader: StateReader
     writer: StateWriter
@@ -408,6 +410,7 @@ class MujocoHandler:
             laws=Laws(m, layout),
             trajectories=Trajectories(m, layout),
             wrenches=AppliedWrenches(m),
+            base=BaseCommand(m),
             camera_poses=camera_poses,
             reader=reader,
             writer=StateWriter(
@@ -443,6 +446,7 @@ class MujocoHandler:
         #: trajectories (core.control.trajectory): checked here, advanced by step()
         self._trajectories = d.trajectories
         self._wrenches = d.wrenches
+        self._base = d.base
         self._camera_poses = d.camera_poses
         if self._renderer is not None:
             self._renderer.close()
@@ -719,6 +723,18 @@ class MujocoHandler:
             c = self._controls.envs[e]
             return self._wrenches.apply(e, c, data, body, force, torque, point, duration)
 
+    def drive_base(
+        self, twist: Sequence[float], timeout: float, env_ids: Sequence[int] | None = None
+    ) -> None:
+        """Command the mobile base's velocity `twist` (vx, vy, vz, wx, wy, wz; its frame) in
+        the envs (default all) until `timeout` sim seconds from now (0: until the next
+        command); see core.control.base_command. Refused, nothing written, for a scene
+        without a base or a non-finite value."""
+        ids = self._env_ids(env_ids)
+        for e in ids:
+            with self.writing(e) as data:
+                self._base.drive(self._controls.envs[e], data, twist, timeout)
+
     def clear_wrenches(self, env_ids: Sequence[int] | None = None) -> None:
         """Remove every applied wrench of the envs (default: all)."""
         for e in self._env_ids(env_ids):
@@ -807,14 +823,18 @@ class MujocoHandler:
         self._stale[e] = self._stale[e] or n > 0
 
     def _advance(self, e: int, d: mujoco.MjData, c: ControlState, n: int) -> None:
-        """n physics steps of env e, in runs that end exactly where a wrench ends."""
-        wrenches, left = self._wrenches, n
+        """n physics steps of env e, in runs that end exactly where a wrench or the base's
+        velocity command ends."""
+        wrenches, base, left = self._wrenches, self._base, n
         while left > 0:
             wrenches.expire(c, d)
+            base.expire(c, d)
             k = wrenches.steps_before_end(c, d.time, left)
+            k = base.steps_before_end(c, d.time, k)
             self._advance_env(e, d, c, k)
             left -= k
         wrenches.expire(c, d)
+        base.expire(c, d)
 
     def _advance_env(self, e: int, d: mujoco.MjData, c: ControlState, n: int) -> None:
         """n physics steps of env e with its control laws before each."""

@@ -14,7 +14,8 @@ Per env, two datasets:
 A document holds what core.control.state.ControlState holds beside the targets, which
 stay in dof_pos_target / dof_vel_target and the wrench ends in wrench_remaining (as in
 version 2): the names it is laid out by (target, ball and gain joints), command modes,
-efforts, ball targets, gains, law, controller period and clock, and each running
+efforts, ball targets, gains, law, controller period and clock, the sim time the mobile
+base's velocity command ends (`base_until`: null or absent = it holds), and each running
 trajectory (its goal, the state its spline started from, where its sample block starts,
 its progress). Floats are written with Python's repr, which reads back bit for bit.
 Everything read is checked against the current model before it is used; a document that
@@ -90,6 +91,7 @@ def _document(layout: ControlLayout, c: ControlState) -> dict[str, Any]:
         "law": c.law,
         "period": c.period,
         "countdown": c.countdown,
+        "base_until": None if c.base_until == math.inf else c.base_until,
         "trajectories": {r: _progress(p) for r, p in c.trajectories.items()},
     }
 
@@ -176,6 +178,7 @@ def decode(doc: dict[str, Any], sim: HandlerView, env_id: int, base: ControlStat
         raise LayoutMismatchError(f"control state: law {str(c.law)[:40]!r} unknown")
     c.period = _int(doc, "period", 1, 10**9)
     c.countdown = _int(doc, "countdown", -(10**9), 10**9)
+    c.base_until = _base_until(doc.get("base_until"))
     trajectories = doc.get("trajectories")
     if not isinstance(trajectories, dict):
         raise LayoutMismatchError("control state: trajectories is not a mapping")
@@ -183,6 +186,15 @@ def decode(doc: dict[str, Any], sim: HandlerView, env_id: int, base: ControlStat
     for robot, entry in trajectories.items():
         c.trajectories[robot] = _read_progress(robot, entry, sim, env_id)
     return c
+
+
+def _base_until(value: object) -> float:
+    """The base command's end: a finite sim time, or null/absent (files before it) = holds."""
+    if value is None:
+        return math.inf
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise LayoutMismatchError("control state: base_until is not a finite sim time or null")
+    return float(value)
 
 
 def _array(doc: dict[str, Any], key: str, shape: tuple[int, ...]) -> np.ndarray:

@@ -1,9 +1,11 @@
 # Copyright 2026 metasim_ros developers
 # SPDX-License-Identifier: Apache-2.0
 """`cmd_vel` (geometry_msgs/Twist, or TwistStamped with `cmd_vel_stamped`): the velocity
-of the scene's mobile base in its own frame (core.scene.mobile_base), in every env; it
-holds until the next message. A message with a non-finite value is refused whole (one
-line per period); in a scene without a base, every message is (one line)."""
+of the scene's mobile base in its own frame (core.scene.mobile_base), in every env, until
+the next message or, `cmd_vel_timeout` sim seconds after it, zero (core.control.
+base_command; 0 = it holds), as a base driver stops a base whose commands stopped coming.
+A message with a non-finite value is refused whole (one line per period); in a scene
+without a base, every message is (one line)."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ class CmdVel:
         self._warn = node.warn_input
         self._topic = node.resolve_topic_name(params.cmd_vel_topic)
         self._base: MobileBase | None = None
+        self._params = params  # cmd_vel_timeout is read per message (it may change)
         sim.follow_model(lambda h: find_base(h.model), self._follow)
         node.create_subscription(
             TwistStamped if params.cmd_vel_stamped else Twist,
@@ -53,6 +56,6 @@ class CmdVel:
             return
         try:
             with self._sim.locked() as h:
-                base.set_velocity(h, values)
+                h.drive_base(values, self._params.cmd_vel_timeout)
         except RequestError as exc:
             self._warn(f"cmd_vel {type(exc).__name__}", f"{self._topic} ignored: {exc}")
