@@ -96,7 +96,7 @@ def test_two_nodes_are_one_list_of_envs(start_node, client):
     assert clash.proc.returncode == 1
     # env 1 is /fleet0's, env 2 /fleet1's: discovery says which it sees first
     named = re.search(
-        r"namespace clash: /env_(\d)/joint_states is published by (\S+)", clash.output
+        r"namespace clash: /env_(\d)/joint_states is published by ([^\s;,]+)", clash.output
     )
     assert named, clash.output
     assert (named[1], named[2]) in {("1", "/fleet0/sim_node"), ("2", "/fleet1/sim_node")}

@@ -33,6 +33,16 @@ SCENE_WIDTH = 840
 MOVED_PIXELS = 300
 
 
+#: Levels (of 255) by which an 8x8 block's mean colour must change to count as changed.
+BLOCK_LEVELS = 32
+
+
+def blocks(pixels: np.ndarray) -> np.ndarray:
+    """Mean colour of each 8x8 block of a picture."""
+    h, w = pixels.shape[0] // 8 * 8, pixels.shape[1] // 8 * 8
+    return pixels[:h, :w].astype(float).reshape(h // 8, 8, w // 8, 8, -1).mean(axis=(1, 3))
+
+
 def scene_pixels(browser: Browser) -> np.ndarray:
     return browser.screenshot()[:, :SCENE_WIDTH].astype(np.int16)
 
@@ -98,16 +108,26 @@ def test_robot_pixels_follow_set_states_and_pause_button_pauses(web_node, client
     assert sim_time(status(client)[1]) == then
 
     # the robot's pixels move with ~/set_states, and come back with the pose
+    # each picture waits until it differs from the one before: two equal screenshots in a
+    # row only say that Chromium (software WebGL: a frame or two per second) drew nothing
+    # new between them, not that the pose sent was drawn
+    before = settled(browser)
     set_pose(client, 0.25)
-    first = settled(browser)
+    first = settled(browser, unlike=before)
     set_pose(client, 0.75)
     second = settled(browser, unlike=first)
     set_pose(client, 0.25)
     again = settled(browser, unlike=second)
     moved = np.any(first != second, axis=2)
     assert moved.sum() > MOVED_PIXELS
-    back = np.any(first != again, axis=2)
-    assert back.sum() < 0.05 * moved.sum()  # the same pose is the same picture
+    # the same pose is the same picture, up to how finely Chromium drew it: under load its
+    # software WebGL lowers the drawing's pixel ratio for a while (faceted shading and
+    # edges off by a few levels, all over the picture); 8x8 blocks whose mean colour
+    # differs by more than BLOCK_LEVELS see a body that moved (the 0.75 pose: ~80 blocks)
+    moved_blocks = np.any(np.abs(blocks(first) - blocks(second)) > BLOCK_LEVELS, axis=2)
+    back_blocks = np.any(np.abs(blocks(first) - blocks(again)) > BLOCK_LEVELS, axis=2)
+    assert moved_blocks.sum() > 20
+    assert back_blocks.sum() < 0.05 * moved_blocks.sum()
     if SCREENSHOT:
         Image.fromarray(browser.screenshot()).save(SCREENSHOT)
 

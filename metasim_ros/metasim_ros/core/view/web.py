@@ -101,7 +101,6 @@ class WebView:
         #: scene frames sent (each with every body that moved), for the page's frame rate
         self.frames_sent = 0
         self._view: ViewModel | None = None
-        self._aimed = False
         self._bodies: dict[int, viser.FrameHandle] = {}
         self._nodes: list[viser.SceneNodeHandle] = []
         self._sent_pos = np.zeros((0, 3))
@@ -199,7 +198,12 @@ class WebView:
             if self._view is None or self._sim.model_version != self._view.version:
                 with self._sim.locked() as h:
                     view = take_view_model(h, self._groups(), self._prefix)
+                    poses = read_poses(h, view)
                 self._build_scene(view)
+                # aimed as the scene is built, before a browser connects: one that connects
+                # starts there (aimed at its first frame, the browser's view glided there
+                # for seconds, its pictures meanwhile neither the old view nor the new)
+                self._aim_camera(poses.pos)
             if not self.clients():
                 continue
             self._send_frame()
@@ -249,7 +253,6 @@ class WebView:
         self._view = view
         self._sent_pos = np.full((len(view.bodies), 3), np.nan)
         self._sent_quat = np.full((len(view.bodies), 4), np.nan)
-        self._aimed = False
 
     def _aim_camera(self, pos: np.ndarray) -> None:
         """Where a browser's view starts: at the moving bodies (the world's geoms, a
@@ -271,9 +274,6 @@ class WebView:
             if h.model_version != view.version:
                 return  # the next frame rebuilds first
             poses = read_poses(h, view)
-        if not self._aimed:
-            self._aim_camera(poses.pos)
-            self._aimed = True
         moved = np.flatnonzero(
             ~(
                 np.all(poses.pos == self._sent_pos, axis=1)
