@@ -14,16 +14,14 @@ from __future__ import annotations
 
 import importlib
 import os
-import random
 import subprocess
 import sys
 import time
 from collections import Counter
 from pathlib import Path
 
-os.environ["ROS_DOMAIN_ID"] = str(random.randint(102, 200))
-os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-
+sys.path.insert(0, str(Path(__file__).parent))
+import domain  # noqa: E402,F401  (a ROS domain of this run's own)
 import rclpy  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 

@@ -17,7 +17,6 @@ Run with `make bench`, or: python bench/bench_lidar.py [rays|physics]
 from __future__ import annotations
 
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -25,9 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-os.environ["ROS_DOMAIN_ID"] = str(random.randint(11, 99))
-os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-
+sys.path.insert(0, str(Path(__file__).parent))
+import domain  # noqa: E402,F401  (a ROS domain of this run's own)
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 import rclpy  # noqa: E402
