@@ -26,6 +26,7 @@ import mujoco
 import numpy as np
 
 from metasim_ros.core.joint_kinds import BALL, ONE_DOF_TYPES
+from metasim_ros.core.scene.actuators import is_velocity_actuator
 from metasim_ros.core.scene.loading import ModelInfo
 
 _JOINT_TRN = (int(mujoco.mjtTrn.mjTRN_JOINT), int(mujoco.mjtTrn.mjTRN_JOINTINPARENT))
@@ -63,20 +64,6 @@ def _servo_gain(model: mujoco.MjModel, a: int) -> float | None:
     return None
 
 
-def _is_velocity_actuator(model: mujoco.MjModel, a: int) -> bool:
-    kv = float(model.actuator_gainprm[a, 0])
-    bias = model.actuator_biasprm[a]
-    return bool(
-        model.actuator_gaintype[a] == mujoco.mjtGain.mjGAIN_FIXED
-        and model.actuator_biastype[a] == mujoco.mjtBias.mjBIAS_AFFINE
-        and model.actuator_dyntype[a] == mujoco.mjtDyn.mjDYN_NONE
-        and kv > 0
-        and bias[0] == 0
-        and bias[1] == 0
-        and bias[2] == -kv
-    )
-
-
 def _is_motor(model: mujoco.MjModel, a: int) -> bool:
     return bool(
         model.actuator_gaintype[a] == mujoco.mjtGain.mjGAIN_FIXED
@@ -89,7 +76,7 @@ def _is_motor(model: mujoco.MjModel, a: int) -> bool:
 def _kind(model: mujoco.MjModel, a: int) -> str | None:
     if _servo_gain(model, a) is not None:
         return SERVO
-    if _is_velocity_actuator(model, a):
+    if is_velocity_actuator(model, a):
         return VELOCITY_ACTUATOR
     if _is_motor(model, a):
         return MOTOR

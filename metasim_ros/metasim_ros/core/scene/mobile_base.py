@@ -24,6 +24,7 @@ import mujoco
 import numpy as np
 
 from metasim_ros.core.errors import StateValidationError
+from metasim_ros.core.scene.actuators import is_velocity_actuator
 from metasim_ros.core.scene.names import element_names
 
 _TRN_SITE = int(mujoco.mjtTrn.mjTRN_SITE)
@@ -72,26 +73,12 @@ class MobileBase:
         )
 
 
-def _velocity_actuator(model: mujoco.MjModel, a: int) -> bool:
-    kv = float(model.actuator_gainprm[a, 0])
-    bias = model.actuator_biasprm[a]
-    return bool(
-        model.actuator_gaintype[a] == mujoco.mjtGain.mjGAIN_FIXED
-        and model.actuator_biastype[a] == mujoco.mjtBias.mjBIAS_AFFINE
-        and model.actuator_dyntype[a] == mujoco.mjtDyn.mjDYN_NONE
-        and kv > 0
-        and bias[0] == 0
-        and bias[1] == 0
-        and bias[2] == -kv
-    )
-
-
 def find_base(model: mujoco.MjModel) -> MobileBase | None:
     """The scene's mobile base (see the module's docstring), None if it has none."""
     drives: list[tuple[int, int, float]] = []
     body = -1
     for a in range(model.nu):
-        if int(model.actuator_trntype[a]) != _TRN_SITE or not _velocity_actuator(model, a):
+        if int(model.actuator_trntype[a]) != _TRN_SITE or not is_velocity_actuator(model, a):
             continue
         gear = model.actuator_gear[a]
         nonzero = np.flatnonzero(gear)
