@@ -9,11 +9,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import mujoco
 import numpy as np
 import pytest
 import yaml
-from metasim_msgs.srv import Step
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -23,6 +21,7 @@ from simulation_interfaces.msg import Result
 from tf2_msgs.msg import TFMessage
 
 from lidar_truth import mj_ray_scan, settings_text
+from stepped_twin import SteppedTwin, ns
 
 NODE = "/sim_node"
 LATCHED = QoSProfile(
@@ -53,33 +52,13 @@ LASER = {"h_samples": 400, "range_min": 0.12, "range_max": 3.5}
 VELO = {"h_samples": 180, "v_samples": 8, "v_fov": 0.5, "range_max": 9}
 
 
-def ns(t) -> int:
-    return t.sec * 1_000_000_000 + t.nanosec
-
-
-class Replay:
-    """The scene in the test process, stepped as the node steps it."""
-
-    def __init__(self, path: str) -> None:
-        self.m = mujoco.MjModel.from_xml_path(path)
-        self.d = mujoco.MjData(self.m)
-
-    def step(self, client, n: int) -> int:
-        res = client.call(Step, f"{NODE}/step", Step.Request(steps=n))
-        assert res.success, res.message
-        mujoco.mj_step(self.m, self.d, nstep=n)
-        mujoco.mj_forward(self.m, self.d)
-        assert res.time == self.d.time
-        return round(self.d.time * 1e9)
-
-
 @pytest.fixture
 def rover(tmp_path, start_node, client):
     path = tmp_path / "rover.xml"
     path.write_text(MOBILE)
     params = {"scene": str(path), "paused": True, "lidars": f"['{settings_text('laser', LASER)}']"}
     start_node(params).wait_serving(client)
-    return Replay(str(path))
+    return SteppedTwin(str(path))
 
 
 def test_planar_lidar_scan_equals_mj_ray(rover, client):
@@ -154,7 +133,7 @@ def test_table_top_cloud_equals_mj_ray_while_objects_settle(tmp_path, start_node
         "lidars": f"['{settings_text('head_lidar', TABLE_LIDAR)}']",
     }
     start_node(params).wait_serving(client)
-    sim = Replay(str(path))
+    sim = SteppedTwin(str(path))
     for steps in (1, 150):  # falling, then settled
         t = sim.step(client, steps)
         cloud = client.wait_for_message(

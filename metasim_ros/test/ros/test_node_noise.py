@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import mujoco
 import numpy as np
 import pytest
 from metasim_msgs.srv import LoadSnapshot, Replay, SaveSnapshot, StartRecording, Step
@@ -17,6 +16,7 @@ from sensor_msgs.msg import Imu, LaserScan, Range
 from std_srvs.srv import Trigger
 
 from lidar_truth import mj_ray_scan, settings_text
+from stepped_twin import SteppedTwin, ns
 
 NODE = "/sim_node"
 SCENE = str(Path(__file__).parents[1] / "scenes" / "sensors.xml")
@@ -25,26 +25,6 @@ NOISE = [
     "imu_gyro stddev=0.01 drift=0.002",
     "down stddev=0.005 dropout=0.3",
 ]
-
-
-def ns(t) -> int:
-    return t.sec * 1_000_000_000 + t.nanosec
-
-
-class Scene:
-    """The scene in the test process, stepped as the node steps it (no robots)."""
-
-    def __init__(self, path: str) -> None:
-        self.m = mujoco.MjModel.from_xml_path(path)
-        self.d = mujoco.MjData(self.m)
-
-    def step(self, client, n: int) -> int:
-        res = client.call(Step, f"{NODE}/step", Step.Request(steps=n))
-        assert res.success, res.message
-        mujoco.mj_step(self.m, self.d, nstep=n)
-        mujoco.mj_forward(self.m, self.d)
-        assert res.time == self.d.time
-        return round(self.d.time * 1e9)
 
 
 def read(client, kind, topic: str, t: int):
@@ -69,7 +49,7 @@ def noisy_params(snapshot_dir: Path) -> dict:
 
 def test_noisy_topics_and_exact_twins(start_node, client, snapshot_dir):
     start_node(noisy_params(snapshot_dir)).wait_serving(client)
-    sim = Scene(SCENE)
+    sim = SteppedTwin(SCENE)
     t = sim.step(client, 200)
     sensor = sim.d.sensor
     truth = read(client, Imu, f"{NODE}/sensors/imu/ground_truth", t)
@@ -101,7 +81,7 @@ def test_noisy_topics_and_exact_twins(start_node, client, snapshot_dir):
 
 def test_snapshot_restore_and_a_second_node_reproduce_the_noise(start_node, client, snapshot_dir):
     node = start_node(noisy_params(snapshot_dir)).wait_serving(client)
-    sim = Scene(SCENE)
+    sim = SteppedTwin(SCENE)
     first = []
     for _ in range(3):
         t = sim.step(client, 37)
@@ -158,7 +138,7 @@ def step_to(client, n: int) -> int:
 def test_without_noise_there_is_no_twin_and_readings_are_exact(start_node, client):
     """The scene declares noise= on the IMU: by default it only sets covariances."""
     start_node({"scene": SCENE, "paused": True}).wait_serving(client)
-    sim = Scene(SCENE)
+    sim = SteppedTwin(SCENE)
     t = sim.step(client, 150)
     imu = read(client, Imu, f"{NODE}/sensors/imu", t)
     sensor = sim.d.sensor
@@ -191,7 +171,7 @@ def test_lidar_noise_and_its_exact_twin(tmp_path, start_node, client):
             "sensor_noise": "['lidar:laser stddev=0.01 bias=0.02 dropout=0.1']",
         }
     ).wait_serving(client)
-    sim = Scene(str(path))
+    sim = SteppedTwin(str(path))
     t = sim.step(client, 10)
     truth = mj_ray_scan(sim.m, sim.d, "laser", LASER)
     assert np.isfinite(truth.ranges).all()  # a closed room
