@@ -25,6 +25,7 @@ from rclpy.node import Node  # noqa: E402
 from rclpy.qos import QoSProfile  # noqa: E402
 from rclpy.signals import SignalHandlerOptions  # noqa: E402
 
+from dds_faults import RUNNING, transport_fault  # noqa: E402
 from domains import DOMAINS, choose_domain, try_lock  # noqa: E402
 from subprocess_env import with_pythonpath  # noqa: E402
 
@@ -85,6 +86,7 @@ class SimProcess:
             cwd=cwd,
         )
         self.output = ""
+        RUNNING.append(self)
 
     def output_so_far(self) -> str:
         """What the node has written until now (it may go on writing)."""
@@ -96,6 +98,8 @@ class SimProcess:
         self.proc.wait(timeout=timeout)
         self._log.seek(0)
         self.output = self._log.read()
+        if self in RUNNING:
+            RUNNING.remove(self)
 
     def wait_serving(
         self, client: "Client", timeout: float = 30.0, node: str = "/sim_node"
@@ -114,7 +118,9 @@ class SimProcess:
                         f"sim_node exited with {self.proc.returncode}:\n{self.output}"
                     )
                 if time.monotonic() > deadline:
-                    raise AssertionError(f"sim_node not serving after {timeout}s")
+                    raise AssertionError(
+                        f"sim_node not serving after {timeout}s{transport_fault()}"
+                    )
                 client.executor.spin_once(timeout_sec=0.05)
         finally:
             client.node.destroy_client(probe)
@@ -148,7 +154,9 @@ class Client:
         deadline = time.monotonic() + timeout
         while not done():
             if time.monotonic() > deadline:
-                raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+                raise AssertionError(
+                    f"timed out after {timeout}s waiting for {what}{transport_fault()}"
+                )
             self.executor.spin_once(timeout_sec=0.05)
 
     def graph(self, service: str) -> str:

@@ -22,6 +22,7 @@ from simulation_interfaces import msg as sm
 from simulation_interfaces import srv as ss
 from std_srvs.srv import SetBool, Trigger
 
+from dds_faults import transport_fault
 from metasim_ros.scenes import default_scene_path
 from mujoco_truth import Truth
 from node_status import clock_gap_ms
@@ -77,7 +78,9 @@ class Watch:
         while not done():
             now = time.monotonic()
             if now - start > timeout:
-                raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+                raise AssertionError(
+                    f"timed out after {timeout}s waiting for {what}{transport_fault()}"
+                )
             if pending is None and now >= next_poll:
                 kind = kinds[turn % len(kinds)]
                 turn += 1
