@@ -191,8 +191,8 @@ class SimNode(PartsNode):
 
     def _housekeeping(self, snapshot_dir: str) -> None:
         """Remove what killed processes left: temp files of interrupted saves (here, before
-        any save), Fast DDS shared-memory segments (in a thread of its own: start-up does
-        not wait for the tool)."""
+        any save), Fast DDS shared-memory data segments (core/fastdds_shm.py: a scan of
+        /dev/shm and /proc/locks, milliseconds)."""
         log = self.get_logger()
         count, size = remove_interrupted(snapshot_dir)
         if count:
@@ -201,14 +201,12 @@ class SimNode(PartsNode):
                 f"from {snapshot_dir}"
             )
 
-        def clean_shm() -> None:
-            result = fastdds_shm.clean()
-            if result is None:
-                log.debug("fastdds is not on PATH: shared-memory segments not cleaned")
-            else:
-                (log.info if result[0] else log.debug)(result[1])
-
-        threading.Thread(target=clean_shm, name="fastdds_shm_clean", daemon=True).start()
+        count, size = fastdds_shm.clean()
+        if count:
+            log.info(
+                f"removed {count} Fast DDS shared-memory segment(s) of dead processes "
+                f"({size} bytes) from {fastdds_shm.SHM}"
+            )
 
     def create_publisher(self, *args: Any, **kwargs: Any) -> Publisher:
         """A publisher without rclpy's default QoS-event handlers. Each handler is a Python
