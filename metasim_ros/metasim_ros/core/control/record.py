@@ -35,6 +35,8 @@ class ControlState:
     trajectories: dict[str, TrajectoryProgress] = field(default_factory=dict)
     #: sim time the mobile base's velocity command ends (inf: it holds; core.control.base_command)
     base_until: float = math.inf
+    #: a velocity-controlled base body's command: its own-frame vx, vy, wz (zero: it stands)
+    base_twist: np.ndarray = field(default_factory=lambda: np.zeros(3))
     #: earliest wrench end (derived from wrench_until: the cheap test per step)
     wrench_next: float = field(default=math.inf, compare=False)
     #: the actuators force_limit bounds (derived from it: what a step reads)
@@ -51,6 +53,7 @@ class ControlState:
         "kd",
         "wrench_until",
         "force_limit",
+        "base_twist",
     )
 
     def copy(self) -> ControlState:

@@ -269,6 +269,7 @@ class Controls:
                 if name in bodies and math.isfinite(o.wrench_until[b]):
                     c.wrench_until[bodies[name]] = o.wrench_until[b]
             c.law, c.period, c.base_until = o.law, o.period, o.base_until
+            c.base_twist = o.base_twist.copy()
             c.countdown = min(o.countdown, c.period)
             for robot, prog in o.trajectories.items():
                 try:

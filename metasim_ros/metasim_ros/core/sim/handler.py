@@ -863,26 +863,36 @@ class MujocoHandler:
         base.expire(c, d)
 
     def _advance_env(self, e: int, d: mujoco.MjData, c: ControlState, n: int) -> None:
-        """n physics steps of env e with its control laws before each."""
+        """n physics steps of env e with its control laws before each (and a
+        velocity-controlled base body's velocity set)."""
         m, laws, step = self._model, self._laws, mujoco.mj_step
-        if not self._controls.stepping[e]:
+        steer = self._base.steer if self._base.steers else None
+        stepping = self._controls.stepping[e]
+        if not stepping and steer is None:
             step(m, d, nstep=n)  # one GIL release for the run, not one per step
             return
         version = self._controls.version[e]
         if c.limited.size:  # bounded forces: ctrl from the current actuator lengths
             acts, bounds = c.limited, c.force_limit[c.limited]
             for _ in range(n):
+                if steer is not None:
+                    steer(c, d)
                 mujoco.mj_step1(m, d)
                 laws.apply(e, version, d, c)
                 self._bounds.step(d, acts, bounds)
         elif laws.split(c):
             for _ in range(n):
+                if steer is not None:
+                    steer(c, d)
                 mujoco.mj_step1(m, d)
                 laws.apply(e, version, d, c)
                 mujoco.mj_step2(m, d)
         else:
             for _ in range(n):
-                laws.apply(e, version, d, c)
+                if steer is not None:
+                    steer(c, d)
+                if stepping:
+                    laws.apply(e, version, d, c)
                 step(m, d)
 
     def command(

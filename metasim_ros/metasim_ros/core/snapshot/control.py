@@ -15,10 +15,11 @@ A document holds what core.control.state.ControlState holds beside the targets, 
 stay in dof_pos_target / dof_vel_target and the wrench ends in wrench_remaining (as in
 version 2): the names it is laid out by (target, ball and gain joints), command modes,
 efforts, ball targets, gains, law, controller period and clock, the sim time the mobile
-base's velocity command ends (`base_until`: null or absent = it holds), the actuators'
-force bounds (`force_limits`: {actuator name: bound}, core.control.effort_limits; absent =
-none), and each running
-trajectory (its goal, the state its spline started from, where its sample block starts,
+base's velocity command ends (`base_until`: null or absent = it holds), a
+velocity-controlled base body's command (`base_twist`: [vx, vy, wz]; absent = zero), the
+actuators' force bounds (`force_limits`: {actuator name: bound},
+core.control.effort_limits; absent = none), and each running trajectory (its goal, the
+state its spline started from, where its sample block starts,
 its progress). Floats are written with Python's repr, which reads back bit for bit.
 Everything read is checked against the current model before it is used; a document that
 does not fit makes the layout a mismatch (LayoutMismatchError), never a guess.
@@ -94,6 +95,7 @@ def _document(layout: ControlLayout, c: ControlState) -> dict[str, Any]:
         "period": c.period,
         "countdown": c.countdown,
         "base_until": None if c.base_until == math.inf else c.base_until,
+        "base_twist": c.base_twist.tolist(),
         "force_limits": {layout.actuator_names[a]: float(c.force_limit[a]) for a in c.limited},
         "trajectories": {r: _progress(p) for r, p in c.trajectories.items()},
     }
@@ -183,6 +185,8 @@ def decode(doc: dict[str, Any], sim: HandlerView, env_id: int, base: ControlStat
     c.countdown = _int(doc, "countdown", -(10**9), 10**9)
     c.base_until = _base_until(doc.get("base_until"))
     c.force_limit[:] = _force_limits(doc.get("force_limits"), lay.actuator_names)
+    if doc.get("base_twist") is not None:  # absent: files before it (a base at rest)
+        c.base_twist = _array(doc, "base_twist", (3,))
     trajectories = doc.get("trajectories")
     if not isinstance(trajectories, dict):
         raise LayoutMismatchError("control state: trajectories is not a mapping")
