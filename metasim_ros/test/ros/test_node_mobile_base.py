@@ -7,7 +7,9 @@ yaw; the twist in the base's frame from their velocities); TF has world -> odom 
 a non-finite command is refused with one line and changes nothing; `cmd_vel_timeout` sim
 seconds after the last message the base's command is zero again (MuJoCo's own stepping of
 the scene with the same controls says where the base is then), and a recording keeps the
-cmd_vel messages and replays the stop bit for bit."""
+cmd_vel messages and replays the stop bit for bit. A base without actuators (the planar
+example, declared a velocity-controlled body) goes where the command integrated says, and
+is recorded and snapshotted like the actuated one."""
 
 from __future__ import annotations
 
@@ -19,7 +21,14 @@ pytest.importorskip("nav_msgs.msg", reason="nav_msgs (ros-nav-msgs) not installe
 
 import mujoco  # noqa: E402
 from geometry_msgs.msg import Twist, TwistStamped, Vector3  # noqa: E402
-from metasim_msgs.srv import GetStates, Replay, StartRecording, Step  # noqa: E402
+from metasim_msgs.srv import (  # noqa: E402
+    GetStates,
+    LoadSnapshot,
+    Replay,
+    SaveSnapshot,
+    StartRecording,
+    Step,
+)
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.serialization import deserialize_message  # noqa: E402
 from rosbags.rosbag2 import Reader  # noqa: E402
@@ -284,4 +293,61 @@ def test_a_base_without_actuators_follows_cmd_vel_as_its_integral(start_node, cl
     assert (v1, w1) == (0.0, 0.0)
     base.step(100)
     assert (base.joints()["base_x"][0], base.joints()["base_yaw"][0]) == (x1, yaw1)
+    client.node.destroy_publisher(pub)
+
+
+def test_a_base_without_actuators_is_recorded_and_snapshotted(start_node, client, tmp_path):
+    """The velocity-controlled base's command is part of the state: a recording replays
+    it bit for bit (no divergence, the same final state), and a snapshot saved while it
+    drives, loaded after another command, continues as the uninterrupted run did."""
+    start_node(
+        {
+            "scene": planar_base_scene_path(),
+            "paused": True,
+            "cmd_vel_timeout": 0.0,
+            "recordings_dir": str(tmp_path),
+            "snapshot_dir": str(tmp_path),
+        }
+    ).wait_serving(client)
+    base = Base(client)
+    res = client.call(
+        StartRecording, "/sim_node/start_recording", StartRecording.Request(folder="ep")
+    )
+    assert res.success, res.message
+    pub = client.node.create_publisher(Twist, "/cmd_vel", 10)
+    client.spin_until(lambda: pub.get_subscription_count() >= 2, 20.0, "the cmd_vel topic")
+    pub.publish(twist(FORWARD, TURN))
+    t = 0.0
+    while base.joints()["base_yaw"][1] == 0.0:
+        assert t < 10.0, "the base never moved"
+        t = base.step(1)
+    base.step(300)
+    final = client.call(GetStates, "/sim_node/get_states", GetStates.Request()).states
+    res = client.call(Trigger, "/sim_node/stop_recording", Trigger.Request())
+    assert res.success, res.message
+    res = client.call(
+        Replay, "/sim_node/replay", Replay.Request(folder="ep", from_step=0, to_step=0)
+    )
+    assert res.success, res.message
+    base.step(int(res.steps))
+    text = client.call(Trigger, "/sim_node/status", Trigger.Request()).message
+    assert "DIVERGED" not in text and "finished" in text, text
+    assert client.call(GetStates, "/sim_node/get_states", GetStates.Request()).states == final
+    # a snapshot while it drives; another command; the load continues the first run
+    res = client.call(SaveSnapshot, "/sim_node/save_snapshot", SaveSnapshot.Request(path="b.h5"))
+    assert res.success, res.message
+    base.step(300)
+    truth = client.call(GetStates, "/sim_node/get_states", GetStates.Request()).states
+    pub.publish(twist(-FORWARD, 0.0))
+    for _ in range(5000):  # until the node has it (the yaw rate is zero then)
+        if base.joints()["base_yaw"][1] == 0.0:
+            break
+        base.step(1)
+    assert base.joints()["base_yaw"][1] == 0.0, "the second command never came"
+    res = client.call(
+        LoadSnapshot, "/sim_node/load_snapshot", LoadSnapshot.Request(path="b.h5", index=-1)
+    )
+    assert res.success and res.exact, (res.message, list(res.not_exact))
+    base.step(300)
+    assert client.call(GetStates, "/sim_node/get_states", GetStates.Request()).states == truth
     client.node.destroy_publisher(pub)
