@@ -153,3 +153,13 @@ def test_an_actuated_joint_cannot_be_a_steered_base():
     xml = xml.replace("</worldbody>", '</worldbody><actuator><motor joint="x"/></actuator>')
     with pytest.raises(SceneError, match="an actuator drives a joint of body 'rover'"):
         MujocoHandler(xml)
+
+
+def test_joints_that_move_the_base_alike_share_the_command():
+    """Two slides along x (a rank-deficient Jacobian): the least-squares split, each half,
+    the base at the command's speed."""
+    two = SLIDE + SLIDE.replace('name="x"', 'name="x2"')
+    h = MujocoHandler(scene().replace("<freejoint/>", two))
+    h.drive_base([0.3, 0.0, 0.0, 0.0, 0.0, 0.0], 0.0)
+    h.step(n=10)
+    assert h.synced_data(0).qvel.tolist() == pytest.approx([0.15, 0.15], abs=1e-12)

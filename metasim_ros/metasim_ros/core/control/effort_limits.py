@@ -75,30 +75,38 @@ class ForceBounds:
     def __init__(self, model: mujoco.MjModel) -> None:
         self._model = model
         clamp = not model.opt.disableflags & int(mujoco.mjtDisableBit.mjDSBL_CLAMPCTRL)
-        self._clamped = model.actuator_ctrllimited.astype(bool) & clamp
-        self._affine_gain = model.actuator_gaintype == _AFFINE_GAIN
-        self._affine_bias = model.actuator_biastype == _AFFINE_BIAS
+        #: per actuator, as Python floats (a few actuators per step: scalar arithmetic is
+        #: quicker than numpy's indexing): ctrl clamped, its range, gain affine and its
+        #: parameters, bias affine and its parameters
+        self._params = [
+            (
+                bool(clamp and model.actuator_ctrllimited[a]),
+                *(float(v) for v in model.actuator_ctrlrange[a]),
+                int(model.actuator_gaintype[a]) == _AFFINE_GAIN,
+                *(float(v) for v in model.actuator_gainprm[a, :3]),
+                int(model.actuator_biastype[a]) == _AFFINE_BIAS,
+                *(float(v) for v in model.actuator_biasprm[a, :3]),
+            )
+            for a in range(model.nu)
+        ]
 
-    def apply(self, data: mujoco.MjData, acts: np.ndarray, bound: np.ndarray) -> np.ndarray:
+    def apply(self, data: mujoco.MjData, acts: np.ndarray, bound: np.ndarray) -> list[float]:
         """Write the bounded ctrl of actuators `acts` (bounds `bound`) into `data` (its
         actuator_length/velocity current); returns the ctrl it replaced."""
-        m = self._model
-        saved = data.ctrl[acts].copy()
-        lo, hi = m.actuator_ctrlrange[acts].T
-        ctrl = np.where(self._clamped[acts], np.clip(saved, lo, hi), saved)
-        length, velocity = data.actuator_length[acts], data.actuator_velocity[acts]
-        g, b = m.actuator_gainprm[acts], m.actuator_biasprm[acts]
-        gain = np.where(
-            self._affine_gain[acts], g[:, 0] + g[:, 1] * length + g[:, 2] * velocity, g[:, 0]
-        )
-        bias = np.where(
-            self._affine_bias[acts], b[:, 0] + b[:, 1] * length + b[:, 2] * velocity, 0.0
-        )
-        force = gain * ctrl + bias
-        over = (np.abs(force) > bound) & (gain != 0)
-        if over.any():
-            wanted = np.clip(force[over], -bound[over], bound[over])
-            data.ctrl[acts[over]] = (wanted - bias[over]) / gain[over]
+        ctrl, length, velocity = data.ctrl, data.actuator_length, data.actuator_velocity
+        saved = []
+        for a, limit in zip(acts.tolist(), bound.tolist()):
+            clamped, lo, hi, affine_gain, g0, g1, g2, affine_bias, b0, b1, b2 = self._params[a]
+            u = float(ctrl[a])
+            saved.append(u)
+            if clamped:
+                u = min(max(u, lo), hi)
+            q, v = float(length[a]), float(velocity[a])
+            gain = g0 + g1 * q + g2 * v if affine_gain else g0
+            bias = b0 + b1 * q + b2 * v if affine_bias else 0.0
+            force = gain * u + bias
+            if abs(force) > limit and gain != 0.0:
+                ctrl[a] = (min(max(force, -limit), limit) - bias) / gain
         return saved
 
     def forward(self, data: mujoco.MjData, acts: np.ndarray, bound: np.ndarray) -> None:
