@@ -48,8 +48,10 @@ def handler(tmp_path, extra: str = "", **kw) -> MujocoHandler:
     return MujocoHandler(str(path), kp=400.0, kd=5.0, **kw)
 
 
-def test_a_bounded_motor_moves_as_mujocos_own_force_bound_moves_it(tmp_path):
-    h = handler(tmp_path, num_envs=2)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_bounded_motor_moves_as_mujocos_own_force_bound_moves_it(tmp_path, threads):
+    """(With 2 physics threads the envs step side by side: the bound is env 1's only.)"""
+    h = handler(tmp_path, num_envs=2, physics_threads=threads)
     twin = handler(tmp_path, f'forcelimited="true" forcerange="{-BOUND} {BOUND}"')
     act = h.names.of(mujoco.mjtObj.mjOBJ_ACTUATOR).id("push")
     h.limit_forces({act: BOUND}, [1])
