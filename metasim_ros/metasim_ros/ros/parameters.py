@@ -449,7 +449,8 @@ class SimParameters:
     cmd_vel_topic: str = _p(
         "cmd_vel",
         "geometry_msgs/Twist (or TwistStamped, cmd_vel_stamped) velocity of the scene's "
-        "mobile base in its own frame (velocity actuators on a site of a moving model root)",
+        "mobile base in its own frame (velocity actuators on a site of a moving model root, "
+        "or the velocity-controlled base body the scene declares)",
     )
     cmd_vel_stamped: bool = _p(False, "cmd_vel_topic takes geometry_msgs/TwistStamped")
     cmd_vel_timeout: float = _p(

@@ -17,3 +17,9 @@ def default_scene_path() -> str:
 def mobile_base_scene_path() -> str:
     """Path of the example mobile-base scene (a planar base driven by cmd_vel, a crate)."""
     return str(_HERE / "mobile_base.xml")
+
+
+def planar_base_scene_path() -> str:
+    """Path of the example velocity-controlled base scene (a planar base without
+    actuators that cmd_vel drives, declared as the scene's mobile base; a crate)."""
+    return str(_HERE / "planar_base.xml")

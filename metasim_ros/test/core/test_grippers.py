@@ -5,13 +5,14 @@ multiplier other than 1) couple a finger MuJoCo then moves by them; a tendon-dri
 as MuJoCo Menagerie models the Franka's (tendon `split`, an equality, a general actuator
 with ctrl 0..255) rests where its target says; the `grippers` configuration is checked
 against the scene, naming the entry; targets out of range are refused before anything is
-written."""
+written; a max effort bounds each finger's joint force through the tendon's coefficient."""
 
 from __future__ import annotations
 
 import math
 
 import mujoco
+import numpy as np
 import pytest
 
 from metasim_ros.core.control.grippers import find_grippers
@@ -159,3 +160,29 @@ def test_a_goal_for_another_finger_is_converted_by_its_coupling(handler):
     assert gripper.command_position("a", 0.03) == 0.03
     with pytest.raises(StateValidationError, match="'c' is not a finger of gripper hand"):
         gripper.command_position("c", 0.0)
+
+
+def test_a_max_effort_bounds_each_fingers_force_through_the_tendon(tmp_path):
+    """The tendon's actuator force reaches each finger times its coefficient (0.5): a max
+    effort F bounds the actuator at F / 0.5, so no finger's joint force (MuJoCo's
+    qfrc_actuator, what a goal's result reports) exceeds F; the bound holds while the
+    fingers open, and without it they would push harder."""
+    path = tmp_path / "tendon_hand.xml"
+    path.write_text(TENDON_HAND)
+    h = MujocoHandler(str(path), num_envs=2)
+    (gripper,) = find_grippers(h.model, h.control_layout)
+    assert gripper.actuators == ((gripper.actuator, 0.5),)
+    bound = 0.5
+    gripper.set_target(h, 0.04, [0], max_effort=bound)
+    gripper.set_target(h, 0.04, [1])
+    dofs = list(gripper.dadr)
+    bounded, free = [], []
+    for _ in range(300):
+        h.step(n=1)
+        bounded.append(np.abs(h.synced_data(0).qfrc_actuator[dofs]).max())
+        free.append(np.abs(h.synced_data(1).qfrc_actuator[dofs]).max())
+    assert max(bounded) <= bound * (1 + 1e-12)
+    assert max(bounded) == pytest.approx(bound, rel=1e-12)  # it was the bound that held
+    assert max(free) > 2 * bound
+    gripper.set_target(h, 0.04, [0])  # max effort 0: no bound
+    assert h.capture(0).control.limited.size == 0

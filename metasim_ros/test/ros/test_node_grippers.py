@@ -7,7 +7,8 @@ equality couples stalls on a fixed block with the force its servo exerts there (
 position error, from the scene's own numbers); bad goals are refused and move nothing;
 a newer goal ends the running one; a cancel holds the fingers; a model change ends a
 running goal; a configured gripper gets its servers, one the scene cannot have stops the
-start."""
+start; a goal's max effort bounds the fingers' force while it runs (held to MuJoCo's own
+forcerange bound) and is restored from a snapshot with the state."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ pytest.importorskip("control_msgs.action", reason="control_msgs not built")
 
 from control_msgs.action import GripperCommand, ParallelGripperCommand  # noqa: E402
 from control_msgs.msg import GripperCommand as Command  # noqa: E402
-from metasim_msgs.srv import GetStates, Step  # noqa: E402
+from metasim_msgs.srv import GetStates, LoadSnapshot, SaveSnapshot, Step  # noqa: E402
 from rclpy.action import ActionClient, get_action_names_and_types  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from simulation_interfaces import msg as sm  # noqa: E402
@@ -338,3 +339,107 @@ def test_a_model_change_ends_a_running_goal(paused_node, client, goals):
     result = handle.get_result_async()
     goals.step_until(result, max_steps=2000)
     assert result.result().status == SUCCEEDED
+
+
+def _rest_under_bound(bound: float) -> tuple[float, float]:
+    """The left finger's position and actuator force once at rest on the block, closing
+    with MuJoCo's own force bound (actuator_forcerange = +-bound on a copy of the scene):
+    the truth the node's per-goal bound is held to."""
+    model = mujoco.MjModel.from_xml_path(str(GRIPPER_SCENE))
+    model.actuator_forcelimited[0], model.actuator_forcerange[0] = 1, (-bound, bound)
+    data = mujoco.MjData(model)
+    mujoco.mj_resetDataKeyframe(model, data, 0)
+    data.ctrl[0] = 0.0
+    mujoco.mj_step(model, data, nstep=3000)
+    mujoco.mj_forward(model, data)
+    return float(data.qpos[0]), float(data.actuator_force[0])
+
+
+def test_max_effort_bounds_the_finger_force_while_the_goal_runs(start_node, client, goals):
+    """A GripperCommand with max_effort F closing on the block: every force the node
+    reports (feedback, result: MuJoCo's qfrc_actuator, the servo's gear being 1) stays
+    within F (up to rounding), the finger stalls where MuJoCo's own force bound
+    (forcerange) stops it, with force -F; the goal over, the bound is gone: the servo
+    pushes with its full force again."""
+    start_node(
+        {"scene": str(GRIPPER_SCENE), "paused": True, "gripper_stall_timeout": 0.2}
+    ).wait_serving(client)
+    model = mujoco.MjModel.from_xml_path(str(GRIPPER_SCENE))
+    kp, bound = model.actuator("grip").gainprm[0], 1.0
+    assert model.actuator("grip").gear[0] == 1.0  # actuator force = joint force
+    assert kp * model.geom("block").size[1] > 2 * bound  # unbounded, it would push harder
+    rounding = bound * 1e-12
+    action = goals.action(GripperCommand, HAND)
+    feedback: list = []
+    handle = goals.send(action, gripper_goal(0.0, max_effort=bound), feedback)
+    assert handle.accepted
+    result = handle.get_result_async()
+    goals.step_until(result, max_steps=3000)
+    res = result.result()
+    assert res.status == ABORTED and res.result.stalled
+    client.spin_until(lambda: feedback, 10.0, "feedback")
+    efforts = [f.feedback.effort for f in feedback] + [res.result.effort]
+    assert max(abs(e) for e in efforts) <= bound + rounding, efforts
+    position, force = _rest_under_bound(bound)
+    assert res.result.position == pytest.approx(position, abs=1e-6)
+    assert res.result.effort == pytest.approx(force, abs=rounding)
+    assert force == pytest.approx(-bound, abs=rounding)
+    # the goal ended: the bound went with it (kp x error, as without max_effort)
+    goals.step(50)
+    states = client.call(GetStates, "/sim_node/get_states", GetStates.Request()).states
+    hand = next(m for m in states[0].model_states if m.name == "hand")
+    left = next(j for j in hand.joint_states if j.name == "left_finger_joint")
+    # MuJoCo's servo force at the state get_states reports: gain*ctrl + b1*q + b2*qdot
+    bias = model.actuator("grip").biasprm
+    unbounded = bias[1] * left.position[0] + bias[2] * left.velocity[0]
+    assert abs(unbounded) > 2 * bound
+    assert left.effort[0] == pytest.approx(unbounded, rel=1e-9)
+    # ParallelGripperCommand's effort is its max effort: the same bound, per finger
+    parallel = goals.action(ParallelGripperCommand, HAND_PARALLEL)
+    handle = goals.send(parallel, parallel_goal([0.0], effort=[bound / 2]))
+    assert handle.accepted
+    result = handle.get_result_async()
+    goals.step_until(result, max_steps=3000)
+    res = result.result()
+    assert res.status == ABORTED and res.result.stalled
+    assert res.result.state.effort[0] == pytest.approx(-bound / 2, abs=rounding)
+
+
+def test_a_bounded_goal_restores_from_a_snapshot_bit_for_bit(
+    start_node, client, goals, snapshot_dir
+):
+    """Save while a max_effort goal closes the hand; 400 steps are the truth; a cancel
+    ends the goal and its bound; the load brings the bound back with the state: 400 steps
+    again give ~/get_states equal to the truth, float64 for float64."""
+    start_node(
+        {
+            "scene": str(GRIPPER_SCENE),
+            "paused": True,
+            "gripper_stall_timeout": 1000.0,  # the goal runs through every compared step
+            "snapshot_dir": str(snapshot_dir),
+        }
+    ).wait_serving(client)
+    bound = 1.0
+    action = goals.action(GripperCommand, HAND)
+    handle = goals.send(action, gripper_goal(0.0, max_effort=bound))
+    assert handle.accepted
+    goals.step(60)  # moving
+    res = client.call(SaveSnapshot, "/sim_node/save_snapshot", SaveSnapshot.Request(path="g.h5"))
+    assert res.success, res.message
+    goals.step(400)
+    truth = client.call(GetStates, "/sim_node/get_states", GetStates.Request()).states
+    hand = next(m for m in truth[0].model_states if m.name == "hand")
+    left = next(j for j in hand.joint_states if j.name == "left_finger_joint")
+    assert abs(left.effort[0]) == pytest.approx(bound, abs=1e-12)  # on the block, bounded
+    cancel = handle.cancel_goal_async()
+    client.spin_until(cancel.done, 10.0, "the cancel response")
+    result = handle.get_result_async()
+    client.spin_until(result.done, 10.0, "the cancelled goal's result")
+    assert result.result().status == CANCELED
+    goals.step(30)
+    res = client.call(
+        LoadSnapshot, "/sim_node/load_snapshot", LoadSnapshot.Request(path="g.h5", index=-1)
+    )
+    assert res.success and res.exact, (res.message, list(res.not_exact))
+    goals.step(400)
+    assert client.call(GetStates, "/sim_node/get_states", GetStates.Request()).states == truth

@@ -7,7 +7,9 @@ yaw; the twist in the base's frame from their velocities); TF has world -> odom 
 a non-finite command is refused with one line and changes nothing; `cmd_vel_timeout` sim
 seconds after the last message the base's command is zero again (MuJoCo's own stepping of
 the scene with the same controls says where the base is then), and a recording keeps the
-cmd_vel messages and replays the stop bit for bit."""
+cmd_vel messages and replays the stop bit for bit. A base without actuators (the planar
+example, declared a velocity-controlled body) goes where the command integrated says, and
+is recorded and snapshotted like the actuated one."""
 
 from __future__ import annotations
 
@@ -19,7 +21,14 @@ pytest.importorskip("nav_msgs.msg", reason="nav_msgs (ros-nav-msgs) not installe
 
 import mujoco  # noqa: E402
 from geometry_msgs.msg import Twist, TwistStamped, Vector3  # noqa: E402
-from metasim_msgs.srv import GetStates, Replay, StartRecording, Step  # noqa: E402
+from metasim_msgs.srv import (  # noqa: E402
+    GetStates,
+    LoadSnapshot,
+    Replay,
+    SaveSnapshot,
+    StartRecording,
+    Step,
+)
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.serialization import deserialize_message  # noqa: E402
 from rosbags.rosbag2 import Reader  # noqa: E402
@@ -27,7 +36,7 @@ from std_srvs.srv import Trigger  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
 from metasim_ros.ros.qos import LATCHED_QOS  # noqa: E402
-from metasim_ros.scenes import mobile_base_scene_path  # noqa: E402
+from metasim_ros.scenes import mobile_base_scene_path, planar_base_scene_path  # noqa: E402
 
 FORWARD, TURN = 0.4, 0.8
 
@@ -221,3 +230,124 @@ def test_the_base_stops_when_its_commands_stop(start_node, client, tmp_path):
     text = client.call(Trigger, "/sim_node/status", Trigger.Request()).message
     assert "DIVERGED" not in text and "finished" in text, text
     assert client.call(GetStates, "/sim_node/get_states", GetStates.Request()).states == final
+
+
+def _unicycle(x: float, y: float, yaw: float, vx: float, wz: float, dt: float, n: int):
+    """n steps of the base as MuJoCo integrates a velocity set before each step: the
+    joints' velocities from the heading at the step's start, then qpos += dt * qvel."""
+    for _ in range(n):
+        x, y, yaw = x + dt * vx * math.cos(yaw), y + dt * vx * math.sin(yaw), yaw + dt * wz
+    return x, y, yaw
+
+
+def test_a_base_without_actuators_follows_cmd_vel_as_its_integral(start_node, client):
+    """The example planar base has no actuators: the scene declares it a velocity-
+    controlled body. After N steps at (vx, wz) its pose (odometry: the body's xpos and
+    xquat) is the command integrated step by step as MuJoCo integrates positions (to
+    1e-9: nothing else acts on the gliding base, its mass centre on its yaw axis), and
+    the continuous arc within one step's travel (vx*dt: the heading is held over each
+    step). A NaN is refused and changes nothing; the timeout stops it."""
+    params = {"scene": planar_base_scene_path(), "paused": True, "cmd_vel_timeout": 3.0}
+    node = start_node(params).wait_serving(client)
+    model = mujoco.MjModel.from_xml_path(planar_base_scene_path())
+    assert model.nu == 0  # no actuator drives it
+    dt = model.opt.timestep
+    base = Base(client)
+    pub = client.node.create_publisher(Twist, "/cmd_vel", 10)
+    base.drive(pub.publish, twist(FORWARD, TURN))  # it moves: the command arrived
+    (x0, _), (y0, _), (yaw0, wz0) = (base.joints()[k] for k in ("base_x", "base_y", "base_yaw"))
+    assert wz0 == pytest.approx(TURN, abs=1e-12)  # the yaw rate is the command's at once
+    n = 1000
+    t = base.step(n)
+    odom = base.odometry_at(t)
+    p, q = odom.pose.pose.position, odom.pose.pose.orientation
+    x, y, yaw = _unicycle(x0, y0, yaw0, FORWARD, TURN, dt, n)
+    assert (p.x, p.y, p.z) == pytest.approx((x, y, 0.1), abs=1e-9)
+    assert (q.w, q.z) == pytest.approx((math.cos(yaw / 2), math.sin(yaw / 2)), abs=1e-9)
+    # the continuous arc from the same start: within one step's travel
+    r, arc = FORWARD / TURN, TURN * n * dt
+    ax = x0 + r * (math.sin(yaw0 + arc) - math.sin(yaw0))
+    ay = y0 - r * (math.cos(yaw0 + arc) - math.cos(yaw0))
+    assert math.hypot(p.x - ax, p.y - ay) < FORWARD * dt
+    # the twist in the base's frame: the command's, set in the frame the last step
+    # started in, which has turned by TURN*dt since
+    lin, ang = odom.twist.twist.linear, odom.twist.twist.angular
+    turned = TURN * dt
+    expected = (FORWARD * math.cos(turned), -FORWARD * math.sin(turned), TURN)
+    assert (lin.x, lin.y, ang.z) == pytest.approx(expected, abs=1e-9)
+    # a non-finite command is refused whole: the base goes on as it was told before
+    pub.publish(Twist(linear=Vector3(x=math.nan), angular=Vector3(z=0.0)))
+    client.spin_until(
+        lambda: "cmd_vel.linear.x: nan is not finite" in node.output_so_far(),
+        10.0,
+        "the refusal",
+    )
+    t = base.step(100)
+    odom = base.odometry_at(t)
+    p = odom.pose.pose.position
+    x, y, yaw = _unicycle(x, y, yaw, FORWARD, TURN, dt, 100)
+    assert (p.x, p.y) == pytest.approx((x, y), abs=1e-9)
+    # cmd_vel_timeout after the last message the command is zero: the base stands
+    base.step(1500)
+    (x1, v1), (y1, _), (yaw1, w1) = (base.joints()[k] for k in ("base_x", "base_y", "base_yaw"))
+    assert (v1, w1) == (0.0, 0.0)
+    base.step(100)
+    assert (base.joints()["base_x"][0], base.joints()["base_yaw"][0]) == (x1, yaw1)
+    client.node.destroy_publisher(pub)
+
+
+def test_a_base_without_actuators_is_recorded_and_snapshotted(start_node, client, tmp_path):
+    """The velocity-controlled base's command is part of the state: a recording replays
+    it bit for bit (no divergence, the same final state), and a snapshot saved while it
+    drives, loaded after another command, continues as the uninterrupted run did."""
+    start_node(
+        {
+            "scene": planar_base_scene_path(),
+            "paused": True,
+            "cmd_vel_timeout": 0.0,
+            "recordings_dir": str(tmp_path),
+            "snapshot_dir": str(tmp_path),
+        }
+    ).wait_serving(client)
+    base = Base(client)
+    res = client.call(
+        StartRecording, "/sim_node/start_recording", StartRecording.Request(folder="ep")
+    )
+    assert res.success, res.message
+    pub = client.node.create_publisher(Twist, "/cmd_vel", 10)
+    client.spin_until(lambda: pub.get_subscription_count() >= 2, 20.0, "the cmd_vel topic")
+    pub.publish(twist(FORWARD, TURN))
+    t = 0.0
+    while base.joints()["base_yaw"][1] == 0.0:
+        assert t < 10.0, "the base never moved"
+        t = base.step(1)
+    base.step(300)
+    final = client.call(GetStates, "/sim_node/get_states", GetStates.Request()).states
+    res = client.call(Trigger, "/sim_node/stop_recording", Trigger.Request())
+    assert res.success, res.message
+    res = client.call(
+        Replay, "/sim_node/replay", Replay.Request(folder="ep", from_step=0, to_step=0)
+    )
+    assert res.success, res.message
+    base.step(int(res.steps))
+    text = client.call(Trigger, "/sim_node/status", Trigger.Request()).message
+    assert "DIVERGED" not in text and "finished" in text, text
+    assert client.call(GetStates, "/sim_node/get_states", GetStates.Request()).states == final
+    # a snapshot while it drives; another command; the load continues the first run
+    res = client.call(SaveSnapshot, "/sim_node/save_snapshot", SaveSnapshot.Request(path="b.h5"))
+    assert res.success, res.message
+    base.step(300)
+    truth = client.call(GetStates, "/sim_node/get_states", GetStates.Request()).states
+    pub.publish(twist(-FORWARD, 0.0))
+    for _ in range(5000):  # until the node has it (the yaw rate is zero then)
+        if base.joints()["base_yaw"][1] == 0.0:
+            break
+        base.step(1)
+    assert base.joints()["base_yaw"][1] == 0.0, "the second command never came"
+    res = client.call(
+        LoadSnapshot, "/sim_node/load_snapshot", LoadSnapshot.Request(path="b.h5", index=-1)
+    )
+    assert res.success and res.exact, (res.message, list(res.not_exact))
+    base.step(300)
+    assert client.call(GetStates, "/sim_node/get_states", GetStates.Request()).states == truth
+    client.node.destroy_publisher(pub)

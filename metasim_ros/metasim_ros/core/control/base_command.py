@@ -4,7 +4,9 @@
 `cmd_vel_timeout` sim seconds without a newer command the base's actuators are set back to
 zero velocity, as a real base driver stops a base whose commands stopped coming.
 
-The command itself is the base actuators' ctrl in MjData (part of mjSTATE_INTEGRATION); its
+The command itself is the base actuators' ctrl in MjData (part of mjSTATE_INTEGRATION), or,
+for a velocity-controlled base body, its vx, vy, wz in the env's control state
+(`ControlState.base_twist`), set as the base's velocity before every step (`steer`); its
 end is one sim time per env (`ControlState.base_until`, +inf = holds), part of the env's
 control state, so a capture, a transaction or a snapshot restores a command that ends
 exactly when it would have. Ends are counted in physics steps as applied wrenches' are
@@ -18,10 +20,11 @@ import math
 from collections.abc import Sequence
 
 import mujoco
+import numpy as np
 
 from metasim_ros.core.control.record import ControlState
 from metasim_ros.core.errors import StateValidationError
-from metasim_ros.core.scene.mobile_base import find_base
+from metasim_ros.core.scene.mobile_base import STEERED, find_base
 
 
 class BaseCommand:
@@ -29,7 +32,10 @@ class BaseCommand:
 
     def __init__(self, model: mujoco.MjModel) -> None:
         self.base = find_base(model)
+        self._model = model
         self._dt = float(model.opt.timestep)
+        #: the base's velocity is set before every physics step
+        self.steers = self.base is not None and self.base.steered
 
     def drive(
         self, c: ControlState, data: mujoco.MjData, twist: Sequence[float], timeout: float
@@ -44,7 +50,14 @@ class BaseCommand:
                 "cmd_vel_timeout", f"{timeout} is not finite sim seconds >= 0"
             )
         self.base.set_velocity(data, twist)
+        if self.base.steered:
+            c.base_twist = np.array([float(twist[k]) for k in STEERED])
         c.base_until = data.time + timeout if timeout > 0 else math.inf
+
+    def steer(self, c: ControlState, data: mujoco.MjData) -> None:
+        """Before a physics step: a velocity-controlled base body to its command."""
+        assert self.base is not None
+        self.base.steer(self._model, data, c.base_twist)
 
     def steps_before_end(self, c: ControlState, time: float, n: int) -> int:
         """How many of the next `n` steps (from sim `time`) run before the command ends; at
@@ -59,4 +72,5 @@ class BaseCommand:
             return
         if self.base is not None:
             self.base.set_velocity(data, (0.0,) * 6)
+        c.base_twist = np.zeros(3)
         c.base_until = math.inf

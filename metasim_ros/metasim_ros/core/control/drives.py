@@ -28,6 +28,7 @@ import numpy as np
 from metasim_ros.core.joint_kinds import BALL, ONE_DOF_TYPES
 from metasim_ros.core.scene.actuators import is_velocity_actuator
 from metasim_ros.core.scene.loading import ModelInfo
+from metasim_ros.core.scene.names import element_names
 
 _JOINT_TRN = (int(mujoco.mjtTrn.mjTRN_JOINT), int(mujoco.mjtTrn.mjTRN_JOINTINPARENT))
 
@@ -184,6 +185,8 @@ class ControlLayout:
         self.balls = BallDrives(model, ball_drives)
         #: joints a PD law can drive, in the order of the gains: motors, then ball joints
         self.gain_names = [self.names[k] for k in self.motor_idx] + self.balls.names
+        #: every actuator's name (what a control state's force bounds are stored by)
+        self.actuator_names = list(element_names(model).of(mujoco.mjtObj.mjOBJ_ACTUATOR))
 
     @property
     def empty(self) -> bool:

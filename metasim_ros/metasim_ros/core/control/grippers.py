@@ -29,7 +29,7 @@ target; stalled when no finger moved faster than a threshold for a time (sim sec
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from typing import Protocol
@@ -61,6 +61,11 @@ class Commandable(Protocol):
     def writing(self, env_id: int) -> AbstractContextManager[mujoco.MjData]:
         """One env's MjData to write."""
 
+    def limit_forces(
+        self, limits: Mapping[int, float], env_ids: Sequence[int] | None = None
+    ) -> None:
+        """Bound actuators' forces {actuator: bound, inf = none} in the envs."""
+
 
 @dataclass(frozen=True)
 class Gripper:
@@ -81,6 +86,9 @@ class Gripper:
     actuator: int = -1
     ctrl_offset: float = 0.0
     ctrl_scale: float = 0.0
+    #: the actuators that drive the fingers, each with the largest joint force one unit
+    #: of its force exerts on a finger (|gear|, times the tendon's coefficient)
+    actuators: tuple[tuple[int, float], ...] = ()
 
     def commands(self, position: float) -> dict[str, JointCommand]:
         """The position targets that put the command joint at `position`; refused
@@ -110,12 +118,26 @@ class Gripper:
         k = self.joints.index(joint)
         return (position - self.offset[k]) / self.multiplier[k]
 
+    def force_limits(self, max_effort: float) -> dict[int, float]:
+        """The bound of each finger actuator's force that keeps every finger's joint force
+        (N or N m, what `read` reports) within `max_effort`; 0: no bound."""
+        if max_effort == 0:
+            return {a: math.inf for a, _ in self.actuators}
+        return {a: max_effort / scale for a, scale in self.actuators}
+
     def set_target(
-        self, sim: Commandable, position: float, envs: Sequence[int] | None = None
+        self,
+        sim: Commandable,
+        position: float,
+        envs: Sequence[int] | None = None,
+        max_effort: float = 0.0,
     ) -> None:
         """Put the fingers' target at `position` (the command joint's) in `envs` (None:
-        every env); refused, nothing written, as `commands` refuses it."""
+        every env), their joint forces bounded by `max_effort` (0: no bound, the
+        actuators' own); refused, nothing written, as `commands` and the handler's
+        `limit_forces` refuse it."""
         commands = self.commands(position)
+        sim.limit_forces(self.force_limits(max_effort), envs)
         if self.actuator < 0:
             sim.command(commands, envs)
             return
@@ -290,6 +312,7 @@ def _tendon_grippers(model: mujoco.MjModel, layout: ControlLayout) -> Iterator[G
             actuator=a,
             ctrl_offset=-(bias[0] + bias[1] * gear * base) / gain,
             ctrl_scale=-bias[1] * gear * slope / gain,
+            actuators=((a, abs(gear) * max(abs(c) for c in coef.values())),),
         )
 
 
@@ -338,6 +361,9 @@ def _gripper(
     low, high = -math.inf, math.inf
     if model.jnt_limited[jid]:
         low, high = (float(v) for v in model.jnt_range[jid])
+    driven = tuple(k == 0 or j not in couplings for k, (j, _, _) in enumerate(fingers))
+    at = [layout.index.get(j) for (j, _, _), d in zip(fingers, driven) if d]
+    drives = [i for i in at if i is not None]  # a tendon's fingers: the caller sets them
     return Gripper(
         name=name,
         robot=layout.robot_of_joint[fingers[0][0]],
@@ -345,9 +371,10 @@ def _gripper(
         offset=tuple(o for _, o, _ in fingers),
         multiplier=tuple(m for _, _, m in fingers),
         # a finger an equality moves is not also given a target (they would fight)
-        driven=tuple(k == 0 or j not in couplings for k, (j, _, _) in enumerate(fingers)),
+        driven=driven,
         qadr=tuple(int(model.jnt_qposadr[i]) for i in ids),
         dadr=tuple(int(model.jnt_dofadr[i]) for i in ids),
         low=low,
         high=high,
+        actuators=tuple((int(layout.act[i]), abs(float(layout.gear[i]))) for i in drives),
     )

@@ -30,13 +30,31 @@ class ControlState:
     period: int  # physics steps between controller updates
     countdown: int  # steps until the next controller update (the controller clock)
     wrench_until: np.ndarray  # [nbody] sim time each body's applied wrench ends (inf: never)
+    #: [nu] bound on each actuator's force (inf: none; core.control.effort_limits)
+    force_limit: np.ndarray
     trajectories: dict[str, TrajectoryProgress] = field(default_factory=dict)
     #: sim time the mobile base's velocity command ends (inf: it holds; core.control.base_command)
     base_until: float = math.inf
+    #: a velocity-controlled base body's command: its own-frame vx, vy, wz (zero: it stands)
+    base_twist: np.ndarray = field(default_factory=lambda: np.zeros(3))
     #: earliest wrench end (derived from wrench_until: the cheap test per step)
     wrench_next: float = field(default=math.inf, compare=False)
+    #: the actuators force_limit bounds (derived from it: what a step reads)
+    limited: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp), compare=False)
 
-    _ARRAYS = ("pos", "vel", "effort", "mode", "ball_pos", "ball_vel", "kp", "kd", "wrench_until")
+    _ARRAYS = (
+        "pos",
+        "vel",
+        "effort",
+        "mode",
+        "ball_pos",
+        "ball_vel",
+        "kp",
+        "kd",
+        "wrench_until",
+        "force_limit",
+        "base_twist",
+    )
 
     def copy(self) -> ControlState:
         """A value copy: arrays copied, trajectory progress copied (runs shared). Built
@@ -64,9 +82,10 @@ class ControlState:
         return all(_same_progress(p, other.trajectories[r]) for r, p in self.trajectories.items())
 
     def refresh(self) -> None:
-        """Recompute what is derived: call after writing wrench_until directly (a copy
-        keeps it, so a capture restores without it)."""
+        """Recompute what is derived: call after writing wrench_until or force_limit
+        directly (a copy keeps it, so a capture restores without it)."""
         self.wrench_next = float(self.wrench_until.min(initial=math.inf))
+        self.limited = np.flatnonzero(np.isfinite(self.force_limit)).astype(np.intp)
 
 
 def _same_progress(a: TrajectoryProgress, b: TrajectoryProgress) -> bool:

@@ -63,10 +63,17 @@ class Controls:
         check_law(config.law)
         self.layout = ControlLayout(model, robots)
         lay = self.layout
-        self._sizes = (len(lay.names), len(lay.balls.names), len(lay.gain_names), model.nbody)
+        self._sizes = (
+            len(lay.names),
+            len(lay.balls.names),
+            len(lay.gain_names),
+            model.nbody,
+            model.nu,
+        )
         self._motors = self.layout.motor_idx.tolist()
         self._servos = self.layout.servo_idx.tolist()
         self._nbody = model.nbody
+        self._nu = model.nu
         self.config = config
         self._gains = self._resolve(config.kp, config.kd, robots, strict)
         #: per env: a law must run before every step (see `changed`)
@@ -115,13 +122,15 @@ class Controls:
             period=self.config.period,
             countdown=0,
             wrench_until=np.full(self._nbody, math.inf),
+            force_limit=np.full(self._nu, math.inf),
         )
 
     # -- keeping derived things current ---------------------------------------------
     def changed(self, env: int | None = None) -> None:
         """Call after modes, gains or the law of an env were written: recompute whether a
         law must run before each step (motors outside effort mode need the PD law, servos
-        in velocity mode a moving target, driven ball joints always) and bump the version
+        in velocity mode a moving target, driven ball joints always, bounded actuators
+        their bound) and bump the version
         the laws' cached plans follow."""
         motors, servos, balls = self._motors, self._servos, self.layout.balls.names
         for e in range(len(self.envs)) if env is None else (env,):
@@ -129,6 +138,7 @@ class Controls:
             self.version[e] += 1
             self.stepping[e] = bool(
                 balls
+                or self.envs[e].limited.size
                 or any(mode[i] != EFFORT for i in motors)
                 or any(mode[i] == VELOCITY for i in servos)
             )
@@ -195,7 +205,13 @@ class Controls:
     def _check_shape(self, state: ControlState) -> None:
         """Refuse a control state of another model (a capture taken before a model edit):
         every array of a record is made to the sizes of one layout, so these tell."""
-        sizes = (len(state.pos), len(state.ball_pos), len(state.kp), len(state.wrench_until))
+        sizes = (
+            len(state.pos),
+            len(state.ball_pos),
+            len(state.kp),
+            len(state.wrench_until),
+            len(state.force_limit),
+        )
         if sizes != self._sizes:
             raise ValueError(f"control state of another model: sizes {sizes}, not {self._sizes}")
 
@@ -241,7 +257,8 @@ class Controls:
         bodies named in `before` keep their per-env values by name (their actuators' ctrl
         is untouched); new joints hold where they are. Each env keeps its law, period,
         controller clock and the runs whose robot and joints are still there (`check`
-        validates a goal against the new model); the others end (INVALID_GOAL)."""
+        validates a goal against the new model); the others end (INVALID_GOAL). Effort
+        limits do not carry over: the gripper goals that set them end on a model edit."""
         old, new = before.layout, self.layout
         bodies = {n: b for b, n in enumerate(body_names) if n}
         for c, o in zip(self.envs, before.envs):
@@ -252,6 +269,7 @@ class Controls:
                 if name in bodies and math.isfinite(o.wrench_until[b]):
                     c.wrench_until[bodies[name]] = o.wrench_until[b]
             c.law, c.period, c.base_until = o.law, o.period, o.base_until
+            c.base_twist = o.base_twist.copy()
             c.countdown = min(o.countdown, c.period)
             for robot, prog in o.trajectories.items():
                 try:

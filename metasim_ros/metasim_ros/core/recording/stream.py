@@ -94,6 +94,8 @@ def describe_change(model: mujoco.MjModel, a: PhysicsState, b: PhysicsState) -> 
             ("ball_vel", "ball velocity targets"),
             ("kp", "gains"),
             ("wrench_until", "wrench ends"),
+            ("force_limit", "effort limits"),
+            ("base_twist", "base velocity command"),
         ):
             if getattr(ca, attr).tobytes() != getattr(cb, attr).tobytes():
                 what.append(words)

@@ -17,6 +17,7 @@ import numpy as np
 from metasim_ros.core.control.base_command import BaseCommand
 from metasim_ros.core.control.commands import JointCommand, apply_commands, plan_commands
 from metasim_ros.core.control.drives import ControlLayout
+from metasim_ros.core.control.effort_limits import ForceBounds, check_bounds
 from metasim_ros.core.control.goals import TrajectoryGoal, TrajectoryProgress, TrajectoryRun
 from metasim_ros.core.control.laws import Gains, Laws
 from metasim_ros.core.control.record import ControlState
@@ -108,6 +109,7 @@ class _Derived:
     trajectories: Trajectories
     wrenches: AppliedWrenches
     base: BaseCommand
+    bounds: ForceBounds
     camera_poses: CameraPoses
     reader: StateReader
     writer: StateWriter
@@ -411,6 +413,7 @@ class MujocoHandler:
             trajectories=Trajectories(m, layout),
             wrenches=AppliedWrenches(m),
             base=BaseCommand(m),
+            bounds=ForceBounds(m),
             camera_poses=camera_poses,
             reader=reader,
             writer=StateWriter(
@@ -447,6 +450,7 @@ class MujocoHandler:
         self._trajectories = d.trajectories
         self._wrenches = d.wrenches
         self._base = d.base
+        self._bounds = d.bounds
         self._camera_poses = d.camera_poses
         if self._renderer is not None:
             self._renderer.close()
@@ -610,7 +614,11 @@ class MujocoHandler:
         """
         for e in range(len(self._datas)) if env_ids is None else env_ids:
             if self._stale[e]:
-                mujoco.mj_forward(self._model, self._datas[e])
+                c = self._controls.envs[e]
+                if c.limited.size:  # the forces the next step applies (effort limits)
+                    self._bounds.forward(self._datas[e], c.limited, c.force_limit[c.limited])
+                else:
+                    mujoco.mj_forward(self._model, self._datas[e])
                 self._stale[e] = False
 
     def _sync_velocities(self, env_id: int) -> None:
@@ -735,6 +743,24 @@ class MujocoHandler:
             with self.writing(e) as data:
                 self._base.drive(self._controls.envs[e], data, twist, timeout)
 
+    def limit_forces(
+        self, limits: Mapping[int, float], env_ids: Sequence[int] | None = None
+    ) -> None:
+        """Bound the force of actuators {actuator: bound, inf = no bound} in the envs
+        (default all) from the next step on, until changed (a gripper goal's max_effort);
+        see core.control.effort_limits. Refused, nothing written, for a bound MuJoCo's
+        stepping cannot apply."""
+        ids = self._env_ids(env_ids)
+        check_bounds(self._model, limits)
+        acts = np.fromiter(limits, dtype=np.intp, count=len(limits))
+        values = np.fromiter(limits.values(), dtype=np.float64, count=len(limits))
+        for e in ids:
+            with self.writing(e):
+                c = self._controls.envs[e]
+                c.force_limit[acts] = values
+                c.refresh()
+                self._controls.changed(e)
+
     def clear_wrenches(self, env_ids: Sequence[int] | None = None) -> None:
         """Remove every applied wrench of the envs (default: all)."""
         for e in self._env_ids(env_ids):
@@ -837,20 +863,36 @@ class MujocoHandler:
         base.expire(c, d)
 
     def _advance_env(self, e: int, d: mujoco.MjData, c: ControlState, n: int) -> None:
-        """n physics steps of env e with its control laws before each."""
+        """n physics steps of env e with its control laws before each (and a
+        velocity-controlled base body's velocity set)."""
         m, laws, step = self._model, self._laws, mujoco.mj_step
-        if not self._controls.stepping[e]:
+        steer = self._base.steer if self._base.steers else None
+        stepping = self._controls.stepping[e]
+        if not stepping and steer is None:
             step(m, d, nstep=n)  # one GIL release for the run, not one per step
             return
         version = self._controls.version[e]
-        if laws.split(c):
+        if c.limited.size:  # bounded forces: ctrl from the current actuator lengths
+            acts, bounds = c.limited, c.force_limit[c.limited]
             for _ in range(n):
+                if steer is not None:
+                    steer(c, d)
+                mujoco.mj_step1(m, d)
+                laws.apply(e, version, d, c)
+                self._bounds.step(d, acts, bounds)
+        elif laws.split(c):
+            for _ in range(n):
+                if steer is not None:
+                    steer(c, d)
                 mujoco.mj_step1(m, d)
                 laws.apply(e, version, d, c)
                 mujoco.mj_step2(m, d)
         else:
             for _ in range(n):
-                laws.apply(e, version, d, c)
+                if steer is not None:
+                    steer(c, d)
+                if stepping:
+                    laws.apply(e, version, d, c)
                 step(m, d)
 
     def command(

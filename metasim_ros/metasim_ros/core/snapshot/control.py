@@ -15,8 +15,11 @@ A document holds what core.control.state.ControlState holds beside the targets, 
 stay in dof_pos_target / dof_vel_target and the wrench ends in wrench_remaining (as in
 version 2): the names it is laid out by (target, ball and gain joints), command modes,
 efforts, ball targets, gains, law, controller period and clock, the sim time the mobile
-base's velocity command ends (`base_until`: null or absent = it holds), and each running
-trajectory (its goal, the state its spline started from, where its sample block starts,
+base's velocity command ends (`base_until`: null or absent = it holds), a
+velocity-controlled base body's command (`base_twist`: [vx, vy, wz]; absent = zero), the
+actuators' force bounds (`force_limits`: {actuator name: bound},
+core.control.effort_limits; absent = none), and each running trajectory (its goal, the
+state its spline started from, where its sample block starts,
 its progress). Floats are written with Python's repr, which reads back bit for bit.
 Everything read is checked against the current model before it is used; a document that
 does not fit makes the layout a mismatch (LayoutMismatchError), never a guess.
@@ -92,6 +95,8 @@ def _document(layout: ControlLayout, c: ControlState) -> dict[str, Any]:
         "period": c.period,
         "countdown": c.countdown,
         "base_until": None if c.base_until == math.inf else c.base_until,
+        "base_twist": c.base_twist.tolist(),
+        "force_limits": {layout.actuator_names[a]: float(c.force_limit[a]) for a in c.limited},
         "trajectories": {r: _progress(p) for r, p in c.trajectories.items()},
     }
 
@@ -179,6 +184,9 @@ def decode(doc: dict[str, Any], sim: HandlerView, env_id: int, base: ControlStat
     c.period = _int(doc, "period", 1, 10**9)
     c.countdown = _int(doc, "countdown", -(10**9), 10**9)
     c.base_until = _base_until(doc.get("base_until"))
+    c.force_limit[:] = _force_limits(doc.get("force_limits"), lay.actuator_names)
+    if doc.get("base_twist") is not None:  # absent: files before it (a base at rest)
+        c.base_twist = _array(doc, "base_twist", (3,))
     trajectories = doc.get("trajectories")
     if not isinstance(trajectories, dict):
         raise LayoutMismatchError("control state: trajectories is not a mapping")
@@ -195,6 +203,23 @@ def _base_until(value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise LayoutMismatchError("control state: base_until is not a finite sim time or null")
     return float(value)
+
+
+def _force_limits(value: object, names: list[str]) -> np.ndarray:
+    """Every actuator's force bound from {name: bound > 0} (absent: files before it, none)."""
+    out = np.full(len(names), math.inf)
+    if value is None:
+        return out
+    if not isinstance(value, dict):
+        raise LayoutMismatchError("control state: force_limits is not a mapping")
+    at = {n: a for a, n in enumerate(names)}
+    for name, bound in value.items():
+        if name not in at:
+            raise LayoutMismatchError(f"control state: no actuator {str(name)[:80]!r} to bound")
+        if _number(bound, "force_limits") <= 0:
+            raise LayoutMismatchError("control state: a force bound is not > 0")
+        out[at[name]] = float(bound)
+    return out
 
 
 def _array(doc: dict[str, Any], key: str, shape: tuple[int, ...]) -> np.ndarray:

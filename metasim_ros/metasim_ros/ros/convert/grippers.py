@@ -17,23 +17,23 @@ from metasim_ros.ros.convert.geometry import stamp
 
 
 def _limit(key: str, value: float) -> float:
-    """A max effort or velocity: finite, >= 0 (0 = the actuator's own limit)."""
+    """A max effort or velocity: finite, >= 0 (0 = no limit: the actuator's own)."""
     if not (math.isfinite(value) and value >= 0.0):
         raise StateValidationError(key, f"{value} is not a finite value >= 0")
     return float(value)
 
 
-def gripper_goal(goal: GripperCommand.Goal) -> float:
-    """The position of a GripperCommand goal (the range is the gripper's check), its
-    max_effort checked."""
-    _limit("command.max_effort", goal.command.max_effort)
-    return float(goal.command.position)
+def gripper_goal(goal: GripperCommand.Goal) -> tuple[float, float]:
+    """The position (the range is the gripper's check) and max effort of a GripperCommand
+    goal."""
+    return float(goal.command.position), _limit("command.max_effort", goal.command.max_effort)
 
 
-def parallel_goal(goal: ParallelGripperCommand.Goal, gripper: Gripper) -> float:
-    """The command joint's position of a ParallelGripperCommand goal: one position (as
-    ros2_control's parallel gripper controller takes), of the finger `name` names (the
-    command joint when empty); velocity and effort empty or one value each, checked."""
+def parallel_goal(goal: ParallelGripperCommand.Goal, gripper: Gripper) -> tuple[float, float]:
+    """The command joint's position and the max effort of a ParallelGripperCommand goal:
+    one position (as ros2_control's parallel gripper controller takes), of the finger
+    `name` names (the command joint when empty); velocity and effort empty or one value
+    each, checked; the effort is the max effort (empty: 0, no limit)."""
     cmd = goal.command
     if len(cmd.position) != 1:
         raise StateValidationError(
@@ -50,7 +50,7 @@ def parallel_goal(goal: ParallelGripperCommand.Goal, gripper: Gripper) -> float:
     position = float(cmd.position[0])
     if cmd.name and math.isfinite(position):
         position = gripper.command_position(bounded(cmd.name[0], 64), position)
-    return position
+    return position, float(cmd.effort[0]) if len(cmd.effort) else 0.0
 
 
 def fill_gripper(

@@ -14,9 +14,11 @@ measured force, or SUCCEEDED with `gripper_allow_stalling`. A goal out of the co
 joint's range, with non-finite values or naming another joint is rejected (one warning
 line). A newer goal for the same gripper in the same place ends the running one ABORTED;
 a cancel holds the fingers where they are; a model change (its fingers may have moved in
-MjData) and a node that shuts down end it ABORTED. max_effort is checked, not applied:
-the scene's actuators set the force, as ros2_control's gripper controllers on a position
-interface without a max_effort interface.
+MjData) and a node that shuts down end it ABORTED. A goal's max effort (GripperCommand's
+max_effort, ParallelGripperCommand's effort; > 0) bounds every finger's joint force while
+it runs (core.control.effort_limits, in the control state: snapshots and recordings keep
+it); 0 or none leaves the actuators' own force. The bound ends with the goal (reached,
+stalled, cancelled), unless a newer goal of the same gripper already set its own.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import ReentrantCallbackGroup
 
+from metasim_ros.core.control.effort_limits import check_bounds
 from metasim_ros.core.control.grippers import Gripper, GripperReading, GripperWatch, find_grippers
 from metasim_ros.core.errors import ConfigurationError, RequestError
 from metasim_ros.core.sim.access import SimulationAccess
@@ -109,20 +112,22 @@ class GripperServers:
                         **ACTION_QOS,
                     )
 
-    def _parse(self, name: str, goal: _Goal) -> tuple[Gripper, float]:
+    def _parse(self, name: str, goal: _Goal) -> tuple[Gripper, float, float]:
         gripper = self.grippers.get(name)
         if gripper is None:
             raise ConfigurationError(f"gripper {name} is not in the current model")
         if isinstance(goal, ParallelGripperCommand.Goal):
-            position = parallel_goal(goal, gripper)
+            position, effort = parallel_goal(goal, gripper)
         else:
-            position = gripper_goal(goal)
+            position, effort = gripper_goal(goal)
         gripper.commands(position)  # the range
-        return gripper, position
+        return gripper, position, effort
 
     def _check(self, name: str, goal: _Goal) -> GoalResponse:
         try:
-            self._parse(name, goal)
+            gripper, _, effort = self._parse(name, goal)
+            with self._sim.locked() as h:  # a bound this scene's stepping can apply
+                check_bounds(h.model, gripper.force_limits(effort))
         except RequestError as exc:  # one line per gripper and field per period
             cause = getattr(exc, "key", type(exc).__name__)
             self._warn(f"gripper goal {name} {cause}", f"{name} gripper goal rejected: {exc}")
@@ -150,12 +155,12 @@ class GripperServers:
     ) -> tuple[Gripper, GripperWatch, int]:
         """Set the targets (the place's envs) and make this the gripper's running goal
         there; the model version they were set in."""
-        gripper, position = self._parse(name, gh.request)
+        gripper, position, effort = self._parse(name, gh.request)
         p = self._params
-        with self._sim.locked() as h:
-            gripper.set_target(h, position, place.envs)
-            now, version = h.sim_time(place.env or 0), h.model_version
-        with self._lock:
+        with self._lock:  # the targets and bound, and whose they are, in one go
+            with self._sim.locked() as h:
+                gripper.set_target(h, position, place.envs, effort)
+                now, version = h.sim_time(place.env or 0), h.model_version
             self._running[place.namespace, name] = gh
         watch = GripperWatch(
             position,
@@ -193,8 +198,9 @@ class GripperServers:
             with self._lock:
                 replaced = self._running.get(key) is not gh
                 if reached or stalled or replaced or gh.is_cancel_requested or self._sim.closed:
-                    if self._running.get(key) is gh:
+                    if not replaced:
                         del self._running[key]
+                        self._release(gripper, place, version)
                     break
             time.sleep(MONITOR_PERIOD)
         if gh.is_cancel_requested and not (replaced or self._sim.closed):
@@ -205,6 +211,15 @@ class GripperServers:
         else:  # stalled, replaced by a newer goal, or the node shuts down
             gh.abort()
         return result
+
+    def _release(self, gripper: Gripper, place: Place, version: int) -> None:
+        """The goal ended: its fingers' forces unbounded (a newer goal sets its own; a
+        model change already dropped every bound)."""
+        if self._sim.closed:
+            return
+        with self._sim.locked() as h:
+            if h.model_version == version:
+                h.limit_forces(gripper.force_limits(0.0), place.envs)
 
     def _hold(self, gripper: Gripper, reading: GripperReading, place: Place) -> None:
         """Targets where the command joint is now (within its range): the fingers stop."""
