@@ -105,13 +105,19 @@ class Probe:
         )
         return time.monotonic() - t0
 
-    def assert_running(self, what: str) -> None:
-        """The physics advances (status) and the node says it is healthy."""
+    def assert_running(self, what: str, within: float = 5.0) -> None:
+        """The physics advances (status) and the node says it is healthy. `within`: wall
+        seconds the sim time may take to move, a starvation bound (0.1 s was too short
+        for a loaded machine: a 164 ms /clock gap at rtf 1 left it unmoved)."""
         healthy, text, t0 = self.status()
         assert healthy and "STOPPED" not in text, (what, text)
-        self.spin_for(0.1)
-        healthy, text, t1 = self.status()
-        assert healthy and t1 > t0, (what, text, t0, t1)
+        deadline = time.monotonic() + within
+        t1 = t0
+        while t1 <= t0 and time.monotonic() < deadline:
+            self.spin_for(0.1)
+            healthy, text, t1 = self.status()
+            assert healthy, (what, text)
+        assert t1 > t0, (what, text, t0, t1)
 
 
 def hostile_values(spec) -> st.SearchStrategy:
