@@ -58,7 +58,8 @@ class CallbackGroups:
         #: snapshots, reset, wrenches, simulation_interfaces' changes, recordings: one at
         #: a time.
         self.writes: CallbackGroup = MutuallyExclusiveCallbackGroup()
-        #: step and pause: a running step can be ended by a pause or a newer step.
+        #: pause: it ends a running step (~/step itself is served on a node of its own,
+        #: services/simulation.py, where a newer step runs beside the one it ends).
         self.stepping: CallbackGroup = ReentrantCallbackGroup()
         #: ~/<camera>/capture: one at a time (each waits for the camera thread's render).
         self.capture: CallbackGroup = MutuallyExclusiveCallbackGroup()

@@ -252,3 +252,40 @@ def test_a_model_that_steps_slowly_is_stepped_in_smaller_batches(scene, slow):
         assert max(per_tick) < loop.MAX_BATCH, per_tick
     else:
         assert loop.MAX_BATCH in per_tick, per_tick
+
+
+class _ThreadRecorder:
+    """A step observer that takes the loop's steps and notes the thread taking each run."""
+
+    def __init__(self) -> None:
+        self.threads: list[tuple[str, int]] = []
+
+    def advance(self, handler: MujocoHandler, n: int) -> None:
+        self.threads.append((threading.current_thread().name, n))
+        handler.step(n=n)
+
+    def room(self) -> int | None:
+        return None
+
+
+def test_a_one_slice_request_is_taken_in_the_callers_thread_and_a_long_one_in_slices():
+    """step(1) is one slice: the caller takes it under the lock (no hand-over to the
+    physics thread and back); a long request is still sliced by the physics thread,
+    ticks between its slices. Both take the same mj_steps as plain mj_step."""
+    h = MujocoHandler()
+    loop = PhysicsLoop(h, 0.0, tick_period=0.001)
+    recorder = _ThreadRecorder()
+    loop.observer = recorder
+    loop.pause(True)
+    loop.start()
+    try:
+        for _ in range(5):
+            assert loop.step_now(1) == 1
+        assert recorder.threads == [(threading.current_thread().name, 1)] * 5
+        recorder.threads.clear()
+        assert loop.step_now(5_000) == 5_000
+    finally:
+        loop.stop()
+    assert {name for name, _ in recorder.threads} == {"physics"}
+    assert len(recorder.threads) > 1 and sum(n for _, n in recorder.threads) == 5_000
+    assert_bitwise(h, plain_mj_step(5_005))

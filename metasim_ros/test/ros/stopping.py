@@ -17,8 +17,9 @@ from rclpy.signals import SignalHandlerOptions
 from metasim_ros.core.atomic import TEMP_NAME
 from shared_memory import shm_segments
 
-#: The nodes a sim_node process puts in the graph (FastServices adds the second).
-NODE_NAMES = {"sim_node", "sim_node_states"}
+#: The nodes a sim_node process puts in the graph (FastServices adds the others: the fast
+#: services' and ~/step's).
+NODE_NAMES = {"sim_node", "sim_node_states", "sim_node_stepping"}
 #: Seconds from the signal to the process's end (README: Ctrl-C stops the node within 2 s).
 STOP_WITHIN = 2.0
 #: Fast DDS drops a participant that left without a word only when its lease ends (20 s).

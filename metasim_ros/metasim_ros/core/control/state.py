@@ -150,13 +150,17 @@ class Controls:
         changed = np.asarray(changed, dtype=np.intp)
         if changed.size == 0:
             return
-        # each kind at once: the same arithmetic per element as one joint at a time
-        s = changed[lay.is_servo[changed]]
-        data.ctrl[lay.act[s]] = lay.servo_ctrl(s, c.pos, c.vel)
-        v = changed[lay.is_velocity[changed]]
-        data.ctrl[lay.act[v]] = lay.gear[v] * c.vel[v]
-        e = changed[lay.is_motor[changed] & (c.mode[changed] == EFFORT)]
-        data.ctrl[lay.act[e]] = lay.motor_scale[e] * c.effort[e]
+        # each kind at once: the same arithmetic per element as one joint at a time; a kind
+        # the robots lack is skipped (nothing to write: a franka has servos only)
+        if len(lay.servo_idx):
+            s = changed[lay.is_servo[changed]]
+            data.ctrl[lay.act[s]] = lay.servo_ctrl(s, c.pos, c.vel)
+        if len(lay.velocity_idx):
+            v = changed[lay.is_velocity[changed]]
+            data.ctrl[lay.act[v]] = lay.gear[v] * c.vel[v]
+        if len(lay.motor_idx):
+            e = changed[lay.is_motor[changed] & (c.mode[changed] == EFFORT)]
+            data.ctrl[lay.act[e]] = lay.motor_scale[e] * c.effort[e]
 
     # -- the operations that replace a whole record -----------------------------------
     def end_runs(self, env: int, text: str) -> None:

@@ -12,7 +12,10 @@ handing the lock to another thread and back costs far more than reading the stat
 
 Requested steps (`step_now`) are taken by this thread too, in slices of about one
 batch's duration, each under the lock: waiting callers get the simulation and the ticks
-run between slices, as they do between batches. The loop counts every step it takes and
+run between slices, as they do between batches. A request that fits in one slice (a
+1-step `~/step`) is taken in the caller's thread instead, as an announced caller: the
+same steps under the same lock, without the two thread hand-overs (and the round of
+ticks between them) that were most of its round trip. The loop counts every step it takes and
 samples that count, so the physics rate and real-time factor are reported as measured
 (`rates`).
 
@@ -138,6 +141,7 @@ class PhysicsLoop:
         self._samples: deque[tuple[float, int]] = deque(maxlen=int(4 / self.SAMPLE_PERIOD))
         self._next_sample = 0.0
         self._batch = self.MAX_BATCH  # steps of the next batch (_fit_batch)
+        self._slice_fits = 1  # steps that fit in SLICE_SECONDS, as last measured
         #: takes the steps instead of handler.step while set (set and cleared under the lock)
         self.observer: StepObserver | None = None
         self._lockstep = 0.0  # sim seconds per grant; 0 = keep pace with the wall clock
@@ -292,7 +296,9 @@ class PhysicsLoop:
 
         The physics thread takes them in slices of about SLICE_SECONDS under the lock,
         running the ticks and letting announced callers in between two slices; without
-        a running thread they are taken here, in the same slices. `cancelled` is asked
+        a running thread they are taken here, in the same slices, and so is a request of
+        at most one slice (as many steps as took SLICE_SECONDS at the last measured cost):
+        handing it to the physics thread and back cost more than the step. `cancelled` is asked
         before every slice: once it says True, no further step is taken. Returns the
         number of steps taken (n unless cancelled). Slicing does not change the result:
         every env takes the same mj_steps in the same order, and divergences are handled
@@ -303,6 +309,15 @@ class PhysicsLoop:
         if not self.alive:
             while not request.finished.is_set():
                 self._step_slice(request)
+            return request.done
+        if n <= self._slice_fits:  # one slice: taken here, as an announced caller
+            request.size = n
+            with self._request_lock:
+                try:
+                    while not request.finished.is_set():
+                        self._step_slice(request, here=True)
+                except Exception as exc:  # as in the physics thread: reported, recovered
+                    self._failed(exc)
             return request.done
         with self._request_lock:  # one request at a time
             self._request = request
@@ -343,23 +358,33 @@ class PhysicsLoop:
         room = None if observer is None else observer.room()
         return n if room is None else max(1, min(n, room))
 
-    def _step_slice(self, request: _StepRequest) -> None:
-        """Take the next slice of a step request, or mark it finished."""
-        if request.done >= request.n or request.cancelled():
-            if request.diverged and self._on_diverged is not None:
-                self._on_diverged(request.diverged)  # as after an unsliced step
-            request.finished.set()
-            return
-        k = min(request.size, request.n - request.done)
-        self._no_waiters.wait()  # announced callers go first, as between batches
-        with self._lock:
-            k = self._room(k)
-            t0 = time.perf_counter()
-            events = self._advance(k)
-            took = time.perf_counter() - t0
-        request.done += k
-        request.diverged.update(events)
-        request.size = max(1, min(2 * k, int(k * self.SLICE_SECONDS / max(took, 1e-9))))
+    def _step_slice(self, request: _StepRequest, here: bool = False) -> None:
+        """Take the next slice of a step request, and mark it finished once it is done or
+        cancelled. `here`: in a thread other than the physics thread, which announces
+        itself (access) so the physics thread yields, as any caller does."""
+        if request.done < request.n and not request.cancelled():
+            k = min(request.size, request.n - request.done)
+            if here:
+                hold = self.access()
+            else:
+                self._no_waiters.wait()  # announced callers go first, as between batches
+                hold = self._lock
+            with hold:
+                k = self._room(k)
+                t0 = time.perf_counter()
+                events = self._advance(k)
+                took = time.perf_counter() - t0
+            request.done += k
+            request.diverged.update(events)
+            fits = int(k * self.SLICE_SECONDS / max(took, 1e-9))
+            self._slice_fits = max(1, fits)
+            request.size = max(1, min(2 * k, fits))
+            if request.done < request.n:
+                return
+        # finished at once: the reply does not wait for another round of ticks
+        if request.diverged and self._on_diverged is not None:
+            self._on_diverged(request.diverged)  # as after an unsliced step
+        request.finished.set()
 
     def _fit_batch(self, n: int, took: float) -> None:
         """Steps of the next batch: as many as fit in BATCH_SECONDS at the cost the last
@@ -367,6 +392,7 @@ class PhysicsLoop:
         entity) still lets /clock, the ticks and waiting callers in every few ms."""
         fits = int(n * self.BATCH_SECONDS / max(took, 1e-9))
         self._batch = max(1, min(self.MAX_BATCH, 2 * n, fits))
+        self._slice_fits = max(1, int(n * self.SLICE_SECONDS / max(took, 1e-9)))
 
     @property
     def last_sim_time(self) -> float:

@@ -279,8 +279,9 @@ class SimulatorApi:
                         section = info.section
                         now = h.get_states([0], render=False)[0][section][name]
                         twist = (now["vel"], now["ang_vel"])
-                if twist is not None:
-                    values["vel"], values["ang_vel"] = list(twist[0]), list(twist[1])
+                if twist is not None:  # plain floats: the writer's compiled plan takes them
+                    values["vel"] = [float(v) for v in twist[0]]
+                    values["ang_vel"] = [float(v) for v in twist[1]]
                 if values:
                     section = info.section
                     h.set_states([{section: {name: values}}], [0])

@@ -69,6 +69,9 @@ class StateWrite:
     vel_target: dict[int, float] = field(default_factory=dict)
     ball_pos_target: dict[int, np.ndarray] = field(default_factory=dict)  # quaternions
     ball_vel_target: dict[int, np.ndarray] = field(default_factory=dict)
+    #: a compiled plan's targets, set at once: (position target indices, their values,
+    #: velocity target indices, their values, every index of either)
+    target_arrays: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
     # key, quantity, body row, value
     checks: list[tuple[str, str, int, np.ndarray]] = field(default_factory=list)
 
@@ -92,6 +95,7 @@ class StateWrite:
             or self.qvel is not None
             or bool(self.pos_target or self.vel_target)
             or bool(self.ball_pos_target or self.ball_vel_target)
+            or self.target_arrays is not None
         )
 
 
@@ -151,8 +155,11 @@ class _Compiled:
     qpos_src: np.ndarray
     qvel: np.ndarray  # qvel addresses (dof_vel, free root vel)
     qvel_src: np.ndarray
-    pos_target: tuple[tuple[int, int], ...]  # (target index, offset)
-    vel_target: tuple[tuple[int, int], ...]
+    pos_target: np.ndarray  # target indices (dof_pos_target)
+    pos_target_src: np.ndarray
+    vel_target: np.ndarray  # target indices (dof_vel_target)
+    vel_target_src: np.ndarray
+    targeted: np.ndarray  # every target index either sets (their ctrl is written)
     quats: tuple[int, ...]  # offsets of free roots' rot (4 values each)
     ang_vels: tuple[tuple[int, ModelLayout], ...]  # offset of a free root's ang_vel
 
@@ -257,8 +264,14 @@ class StateWriter:
                 self._plan_ang_vel(plan, "", lay, values[offset : offset + 3])
         except StateValidationError:
             return None
-        plan.pos_target.update((i, floats[o]) for i, o in compiled.pos_target)
-        plan.vel_target.update((i, floats[o]) for i, o in compiled.vel_target)
+        if len(compiled.targeted):
+            plan.target_arrays = (
+                compiled.pos_target,
+                values[compiled.pos_target_src],
+                compiled.vel_target,
+                values[compiled.vel_target_src],
+                compiled.targeted,
+            )
         return plan
 
     def _compile(self, shape: tuple) -> _Compiled | None:
@@ -267,7 +280,8 @@ class StateWriter:
         value to check, a value count that is not the key's)."""
         m, layout = self._model, self._controls.layout
         qpos, qpos_src, qvel, qvel_src = [], [], [], []
-        pos_target, vel_target, quats, ang_vels = [], [], [], []
+        pos_target, pos_target_src, vel_target, vel_target_src = [], [], [], []
+        quats, ang_vels = [], []
         offset = 0
         for section, name, keys, given in shape:
             lay = self._layouts.get(name) if isinstance(name, str) else None
@@ -303,8 +317,13 @@ class StateWriter:
                 if key in TARGET_KEYS:
                     if section != "robots" or not targets.issuperset(what):
                         return None
-                    dest = pos_target if key == "dof_pos_target" else vel_target
-                    dest += [(layout.index[j], o) for j, o in zip(what, src)]
+                    dest, dest_src = (
+                        (pos_target, pos_target_src)
+                        if key == "dof_pos_target"
+                        else (vel_target, vel_target_src)
+                    )
+                    dest += [layout.index[j] for j in what]
+                    dest_src += src
                     continue
                 if not all(
                     j in joints and int(m.jnt_type[joints[j]]) in ONE_DOF_TYPES for j in what
@@ -318,9 +337,20 @@ class StateWriter:
                     qvel += m.jnt_dofadr[ids].tolist()
                     qvel_src += src
         return _Compiled(
-            *(np.array(a, dtype=np.intp) for a in (qpos, qpos_src, qvel, qvel_src)),
-            tuple(pos_target),
-            tuple(vel_target),
+            *(
+                np.array(a, dtype=np.intp)
+                for a in (
+                    qpos,
+                    qpos_src,
+                    qvel,
+                    qvel_src,
+                    pos_target,
+                    pos_target_src,
+                    vel_target,
+                    vel_target_src,
+                    sorted({*pos_target, *vel_target}),
+                )
+            ),
             tuple(quats),
             tuple(ang_vels),
         )
@@ -413,7 +443,7 @@ class StateWriter:
         self._sync(plan.env)  # cvel below
         quat = (data.qpos if plan.qpos is None else plan.qpos)[qa[3:]]
         current = data.cvel[lay.info.root_body, :3]  # what get_states reports
-        if not (np.array_equal(quat, data.qpos[qa[3:]]) and np.array_equal(w, current)):
+        if not ((quat == data.qpos[qa[3:]]).all() and (w == current).all()):  # same shapes
             unit = quat / np.linalg.norm(quat)
             rot = np.empty(9)
             mujoco.mju_quat2Mat(rot, unit)
@@ -524,11 +554,16 @@ class StateWriter:
             c.ball_pos[b] = quat
         for b, vel in plan.ball_vel_target.items():
             c.ball_vel[b] = vel
-        for i, v in plan.pos_target.items():
-            c.pos[i] = v
-        for i, v in plan.vel_target.items():
-            c.vel[i] = v
-        changed = np.fromiter({*plan.pos_target, *plan.vel_target}, dtype=np.intp)
+        if plan.target_arrays is None:
+            for i, v in plan.pos_target.items():
+                c.pos[i] = v
+            for i, v in plan.vel_target.items():
+                c.vel[i] = v
+            changed = np.fromiter({*plan.pos_target, *plan.vel_target}, dtype=np.intp)
+        else:  # a compiled plan's: each index once, so the same as one at a time
+            pos, pos_values, vel, vel_values, changed = plan.target_arrays
+            c.pos[pos] = pos_values
+            c.vel[vel] = vel_values
         c.mode[changed] = POSITION
         controls.changed(env)
         controls.write_ctrl(env, plan.data, changed)

@@ -14,6 +14,11 @@ belong here; anything that can take long stays on sim_node's executor (ros/execu
 The node is named `<sim_node's name>_states`, in sim_node's namespace; its service
 names are sim_node's (`~/get_states` resolves to /sim_node/get_states, remaps
 included), so clients never see the difference except in `ros2 node list`.
+
+The same holds for a node of a few services that must run side by side (`~/step`: a
+running step is ended by a newer one), given a DrainingExecutor (ros/executor.py)
+instead: its wait set is those few services, not sim_node's fifty entities, which cost
+a trivial sim_node service about half a millisecond per call.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from rclpy.callback_groups import CallbackGroup
+from rclpy.executors import Executor
 from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
 
@@ -32,28 +39,44 @@ from metasim_ros.ros.qos import SERVICE_QOS
 
 
 class FastServices:
-    """A second node for short synchronous services, on an EventsExecutor."""
+    """A second node for short synchronous services, on an EventsExecutor (or the
+    executor given), spun in a thread of its own."""
 
-    def __init__(self, owner: Node) -> None:
+    def __init__(
+        self, owner: Node, suffix: str = "_states", executor: Executor | None = None
+    ) -> None:
+        """suffix: of the node's name (`<owner's name><suffix>`); executor: what spins
+        it (default: an EventsExecutor); one with a `drain(timeout)` (DrainingExecutor)
+        is drained when stopped, so the replies of callbacks in flight go out."""
         self._owner = owner
         # no global arguments: a launch file's `-r __node:=name` must not rename it too
         self.node = Node(
-            f"{owner.get_name()}_states",
+            f"{owner.get_name()}{suffix}",
             context=owner.context,
             namespace=owner.get_namespace(),
             use_global_arguments=False,
             start_parameter_services=False,
             enable_rosout=False,
         )
-        self._executor = EventsExecutor(context=owner.context)
+        self._executor = executor or EventsExecutor(context=owner.context)
         self._executor.add_node(self.node)
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._spin, name="fast_services", daemon=True)
+        self._thread = threading.Thread(target=self._spin, name=f"services{suffix}", daemon=True)
 
-    def create_service(self, srv_type: Any, name: str, callback: Callable[[Any, Any], Any]) -> None:
+    def create_service(
+        self,
+        srv_type: Any,
+        name: str,
+        callback: Callable[[Any, Any], Any],
+        callback_group: CallbackGroup | None = None,
+    ) -> None:
         """Serve `name` as resolved by the owner node (so `~/x` is the owner's)."""
         self.node.create_service(
-            srv_type, self._owner.resolve_service_name(name), callback, qos_profile=SERVICE_QOS
+            srv_type,
+            self._owner.resolve_service_name(name),
+            callback,
+            qos_profile=SERVICE_QOS,
+            callback_group=callback_group,
         )
 
     def start(self) -> None:
@@ -78,17 +101,24 @@ class FastServices:
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop spinning (a running callback finishes first, waited for up to `timeout`
-        seconds); once. A thread still in its callback then is left to itself with its
-        executor (EventsExecutor.shutdown would hang)."""
+        seconds in all, a draining executor's replies going out); once. A thread still
+        in its callback then is left to itself with its executor (EventsExecutor.shutdown
+        would hang)."""
         if self._stop.is_set():
             return
+        deadline = time.monotonic() + timeout
         self._stop.set()
         self._executor.wake()
         if self._thread.is_alive():
             self._thread.join(timeout)
             if self._thread.is_alive():
                 return
-        self._executor.shutdown()
+        drain = getattr(self._executor, "drain", None)
+        if drain is not None:
+            drain(max(0.0, deadline - time.monotonic()))
+            self._executor.shutdown(timeout_sec=0)
+        else:
+            self._executor.shutdown()
 
     def destroy_node(self, settle: float = 0.0) -> None:
         """Destroy the node once stopped (`stop`), unless its thread still runs (its

@@ -6,25 +6,37 @@ They run on sim_node, in callback groups by what they touch (ros/parts.py:
 CallbackGroups), but for status: it takes no lock and runs on the fast node (services/
 fast.py), where sim_node's executor costs it nothing and a long step, load or spawn never
 keeps it waiting. The writers are serialised among themselves (a set_states may run
-beside one of them: each change is applied whole under the lock); `~/step` and `~/pause`
-have their own group, so a new step or a pause can end a running step between two of
-its slices. get/set_states are services/states.py's, on the fast node.
+beside one of them: each change is applied whole under the lock); `~/pause` has its own
+group, so a pause can end a running step between two of its slices. `~/step` runs on a
+node of its own (`<name>_stepping`, services/fast.py) with a DrainingExecutor of a few
+threads: a newer step runs beside the one it ends, and a 1-step request, taken in the
+service's thread (PhysicsLoop.step_now), does not pay for the wait set of sim_node's
+fifty entities. get/set_states are services/states.py's, on the fast node.
 """
 
 from __future__ import annotations
 
+import traceback
 from pathlib import Path
 
 from metasim_msgs.srv import LoadSnapshot, SaveSnapshot, Step
+from rclpy.callback_groups import ReentrantCallbackGroup
 from std_srvs.srv import SetBool, Trigger
 
 from metasim_ros.core import limits
 from metasim_ros.core.paths import resolve_inside
 from metasim_ros.core.sim.access import SHUTTING_DOWN, SimulationAccess
 from metasim_ros.core.snapshot.served import load_running, save_running
+from metasim_ros.core.text import log_block
+from metasim_ros.ros.executor import DrainingExecutor
 from metasim_ros.ros.parameters import SimParameters
 from metasim_ros.ros.parts import PartsNode
+from metasim_ros.ros.services.fast import FastServices
 from metasim_ros.ros.services.replies import replying
+
+#: Threads of the stepping node's executor: a running step, a newer one that ends it, a
+#: spare.
+STEPPING_THREADS = 3
 
 
 class SimServices:
@@ -42,10 +54,32 @@ class SimServices:
             (SaveSnapshot, "~/save_snapshot", self.save_snapshot, g.writes),
             (Trigger, "~/reset", self.reset, g.writes),
             (SetBool, "~/pause", self.pause, g.stepping),
-            (Step, "~/step", self.step, g.stepping),
         ):
             node.create_service(srv_type, name, cb, callback_group=group)
         node.fast_services.create_service(Trigger, "~/status", self.status)
+
+        def callback_failed(exc: BaseException) -> None:  # a bug: report it, keep serving
+            trace = "".join(traceback.format_exception(exc))
+            self.log_error(log_block(f"callback failed:\n{trace}"))
+
+        self._stepping = FastServices(
+            node,
+            "_stepping",
+            DrainingExecutor(STEPPING_THREADS, callback_failed, context=node.context),
+        )
+        self._stepping.create_service(
+            Step, "~/step", self.step, callback_group=ReentrantCallbackGroup()
+        )
+
+    def start(self) -> None:
+        """Serve ~/step from now on (once the simulation runs)."""
+        self._stepping.start()
+
+    def stop(self, timeout: float) -> None:
+        """Stop serving ~/step (a running step, ended by SimulationAccess.close, replies
+        within `timeout` seconds) and destroy its node."""
+        self._stepping.stop(timeout)
+        self._stepping.destroy_node()
 
     def _snapshot_path(self, name: str) -> Path:
         return resolve_inside(self._params.snapshot_dir, name)
