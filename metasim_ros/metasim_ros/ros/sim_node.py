@@ -69,6 +69,10 @@ SWITCH_INTERVAL = 2e-4
 #: topic taps and a camera capture (it waits for the camera thread), so an input never
 #: waits for a free thread.
 EXECUTOR_THREADS = CallbackGroups.CONCURRENT + 7
+#: Cores physics_threads 0 leaves to the executor, DDS and the node's clients on the
+#: machine: with every core stepping (2 of 2), the longest /clock gap seen by a subscriber
+#: reached 87-355 ms and a ~/status reply 80-356 ms; on one thread 20-30 ms and 12-22 ms.
+SPARE_CORES = 1
 #: Middle-generation collections per full one once start-up is frozen (Python: 10).
 FULL_COLLECTION_EVERY = 100
 #: Seconds the callbacks in flight at a stop get to end, their replies sent (running goals
@@ -131,7 +135,9 @@ class SimNode(PartsNode):
         #: builds model edits and worlds in a worker process (core/scene/worker.py), started
         #: by the first one (its start-up, importing MuJoCo, costs a core for a moment)
         self.builder = WorkerBuilder(parameters.model_limits(p), mujoco_warning)
-        threads, clamped = plan_threads(p.physics_threads, p.num_envs, usable_cores())
+        threads, clamped = plan_threads(
+            p.physics_threads, p.num_envs, usable_cores(), spare=SPARE_CORES
+        )
         if clamped:
             log.warning(clamped)
         handler = MujocoHandler(
