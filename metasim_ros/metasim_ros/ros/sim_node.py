@@ -70,8 +70,9 @@ SWITCH_INTERVAL = 2e-4
 #: waits for a free thread.
 EXECUTOR_THREADS = CallbackGroups.CONCURRENT + 7
 #: Cores physics_threads 0 leaves to the executor, DDS and the node's clients on the
-#: machine: with every core stepping (2 of 2), the longest /clock gap seen by a subscriber
-#: reached 87-355 ms and a ~/status reply 80-356 ms; on one thread 20-30 ms and 12-22 ms.
+#: machine: with every core stepping (2 of 2, 2 and 8 envs, rtf 0, load 1.4-3), a
+#: subscriber's longest /clock gap was 87-107 ms and the slowest ~/status reply 80-86 ms;
+#: on one thread, in the same run, 20-30 ms and 12-22 ms (bench/bench_parallel.py).
 SPARE_CORES = 1
 #: Middle-generation collections per full one once start-up is frozen (Python: 10).
 FULL_COLLECTION_EVERY = 100
