@@ -41,7 +41,7 @@ os.environ["PYTHONPATH"] = os.pathsep.join([str(PACKAGE), os.environ.get("PYTHON
 from metasim_ros.core import MujocoHandler  # noqa: E402
 from metasim_ros.core.control.commands import JointCommand  # noqa: E402
 from metasim_ros.core.sim.physics_loop import PhysicsLoop  # noqa: E402
-from metasim_ros.core.sim.pool import StepPool, usable_cores  # noqa: E402
+from metasim_ros.core.sim.pool import StepPool, plan_threads, usable_cores  # noqa: E402
 from metasim_ros.scenes import default_scene_path  # noqa: E402
 
 ENVS = (1, 2, 8, 64)
@@ -268,6 +268,8 @@ def node_scaling() -> None:
     from bench_node import Probe
     from rosgraph_msgs.msg import Clock
 
+    from metasim_ros.ros.sim_node import SPARE_CORES
+
     cores = usable_cores()
     rclpy.init()
     try:
@@ -287,6 +289,8 @@ def node_scaling() -> None:
             f"  envs threads   env-steps/s   ratio   best  machine   vs raw {cores}   /clock gap"
             "   node's   ~/status"
         )
+        default, _ = plan_threads(0, max(NODE_ENVS), cores, spare=SPARE_CORES)
+        print(f"  (physics_threads 0, the node's default, is {default} thread(s) here)")
         for envs in NODE_ENVS:
             for threads in range(1, cores + 1):
                 print(node_config(probe, arrivals, envs, threads))

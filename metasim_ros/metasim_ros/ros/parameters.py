@@ -247,8 +247,10 @@ class SimParameters:
     physics_threads: int = _p(
         0,
         "threads that step the environments side by side (MuJoCo releases the GIL while "
-        "it steps); 0 = one per usable core; more than the usable cores or num_envs is "
-        "clamped, with a warning at start",
+        "it steps); 0 = one per usable core but one (at least one): that core is left to "
+        "the executor, DDS and clients on the machine, so /clock and the services keep "
+        "their pace; more than the usable cores or num_envs is clamped, with a warning at "
+        "start",
         low=0,
         high=1024,
     )

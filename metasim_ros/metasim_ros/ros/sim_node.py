@@ -69,6 +69,11 @@ SWITCH_INTERVAL = 2e-4
 #: topic taps and a camera capture (it waits for the camera thread), so an input never
 #: waits for a free thread.
 EXECUTOR_THREADS = CallbackGroups.CONCURRENT + 7
+#: Cores physics_threads 0 leaves to the executor, DDS and the node's clients on the
+#: machine: with every core stepping (2 of 2, 2 and 8 envs, rtf 0, load 1.4-3), a
+#: subscriber's longest /clock gap was 87-107 ms and the slowest ~/status reply 80-86 ms;
+#: on one thread, in the same run, 20-30 ms and 12-22 ms (bench/bench_parallel.py).
+SPARE_CORES = 1
 #: Middle-generation collections per full one once start-up is frozen (Python: 10).
 FULL_COLLECTION_EVERY = 100
 #: Seconds the callbacks in flight at a stop get to end, their replies sent (running goals
@@ -131,7 +136,9 @@ class SimNode(PartsNode):
         #: builds model edits and worlds in a worker process (core/scene/worker.py), started
         #: by the first one (its start-up, importing MuJoCo, costs a core for a moment)
         self.builder = WorkerBuilder(parameters.model_limits(p), mujoco_warning)
-        threads, clamped = plan_threads(p.physics_threads, p.num_envs, usable_cores())
+        threads, clamped = plan_threads(
+            p.physics_threads, p.num_envs, usable_cores(), spare=SPARE_CORES
+        )
         if clamped:
             log.warning(clamped)
         handler = MujocoHandler(

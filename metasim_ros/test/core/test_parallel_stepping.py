@@ -148,6 +148,21 @@ def test_threads_asked_for_are_clamped_to_the_cores_and_envs_saying_why():
     )
 
 
+def test_a_spare_core_is_left_when_the_threads_are_not_asked_for():
+    """0 with `spare` cores kept for other threads (the node's executor, DDS, clients on
+    the machine): one thread fewer per spare core, never fewer than one; a number asked
+    for is taken as it is, up to the cores."""
+    assert plan_threads(0, 8, 2, spare=1) == (1, None)
+    assert plan_threads(0, 8, 4, spare=1) == (3, None)
+    assert plan_threads(0, 8, 1, spare=1) == (1, None)  # one core: still one thread
+    assert plan_threads(0, 2, 8, spare=1) == (2, None)  # never more than the envs
+    assert plan_threads(2, 8, 2, spare=1) == (2, None)  # asked for: every core
+    assert plan_threads(3, 8, 2, spare=1) == (
+        2,
+        "physics_threads 3 is more than the 2 usable core(s): stepping on 2 thread(s)",
+    )
+
+
 def test_threads_are_at_most_the_envs_and_end_with_close():
     before = threading.active_count()
     h = MujocoHandler(num_envs=3, physics_threads=8)

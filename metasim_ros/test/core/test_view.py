@@ -16,11 +16,12 @@ from metasim_ros.core.scene import markers as mk
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.view.controls import RunControls
-from metasim_ros.core.view.scene import read_poses, take_view_model
+from metasim_ros.core.view.scene import moved_bodies, read_poses, take_view_model
 from metasim_ros.core.view.web import primitive_mesh
 
 ALL_GEOMS = str(Path(__file__).parent / "scenes" / "all_geoms.xml")
 _G = mujoco.mjtGeom
+_BODY = mujoco.mjtObj.mjOBJ_BODY
 
 
 def test_primitive_meshes_have_the_extents_mujoco_gives_the_geoms():
@@ -60,6 +61,31 @@ def test_a_frame_reads_env_0s_body_poses_as_mujoco_has_them():
     assert np.array_equal(poses.pos, data.xpos[view.bodies])
     assert np.array_equal(poses.quat, data.xquat[view.bodies])
     assert 0 not in view.bodies and len(view.bodies) > 5
+
+
+def test_a_frame_sends_only_bodies_that_moved_visibly():
+    """A scene at rest (as MuJoCo steps it, its bodies jitter by ~1e-11) sends no body
+    again: a browser then draws nothing new; a body set elsewhere is sent, and one never
+    sent (NaN) is."""
+    handler = MujocoHandler()
+    view = take_view_model(handler, mk.VISIBLE_GROUPS, "")
+    handler.step(n=2000)  # settled
+    sent = read_poses(handler, view)
+    handler.step(n=50)
+    now = read_poses(handler, view)
+    assert not np.array_equal(now.pos, sent.pos) or not np.array_equal(now.quat, sent.quat)
+    assert len(moved_bodies(now, sent.pos, sent.quat)) == 0
+
+    cube = view.bodies.tolist().index(mujoco.mj_name2id(handler.model, _BODY, "cube"))
+    state = handler.get_states([0], render=False)[0]
+    pos = state["objects"]["cube"]["pos"]
+    handler.set_states(
+        [{"objects": {"cube": {"pos": [pos[0] + 0.01, pos[1], pos[2]], "rot": [1.0, 0, 0, 0]}}}]
+    )
+    assert moved_bodies(read_poses(handler, view), sent.pos, sent.quat).tolist() == [cube]
+
+    never = np.full_like(sent.pos, np.nan)
+    assert len(moved_bodies(now, never, sent.quat)) == len(view.bodies)
 
 
 class _Settings:

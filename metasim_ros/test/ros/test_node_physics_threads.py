@@ -85,3 +85,15 @@ def test_envs_stepped_on_threads_end_where_one_thread_takes_them(start_node, cli
     threads = min(2, cores())
     assert f"{ENVS} env(s) on {threads} physics thread(s)" in node.output
     assert not threads_lines(node.output)[:-1]  # no warning: only the parameter summary
+
+
+def test_by_default_one_core_is_left_to_the_executor_and_the_clients(start_node, client):
+    """physics_threads 0 (the default): one thread per usable core but one, at least one,
+    so the executor, DDS and the node's clients on the machine keep a core while the
+    envs step as fast as possible; no warning."""
+    node = start_node({"num_envs": ENVS, "paused": True})
+    node.wait_serving(client)
+    node.stop()
+    expected = max(1, min(cores() - 1, ENVS))
+    assert f"{ENVS} env(s) on {expected} physics thread(s)" in node.output
+    assert not threads_lines(node.output)[:-1]  # no warning: only the parameter summary

@@ -32,13 +32,17 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def plan_threads(requested: int, num_envs: int, cores: int) -> tuple[int, str | None]:
-    """The physics threads to run for `requested` (0 = one per usable core), and why
-    fewer than asked for, if so: never more than the cores (more threads than cores
-    only take turns) nor than the envs (a thread steps whole envs)."""
+def plan_threads(
+    requested: int, num_envs: int, cores: int, spare: int = 0
+) -> tuple[int, str | None]:
+    """The physics threads to run for `requested` (0 = one per usable core but `spare`,
+    at least one), and why fewer than asked for, if so: never more than the cores (more
+    threads than cores only take turns) nor than the envs (a thread steps whole envs).
+    `spare`: cores left, by default, to other threads of the machine (a node's executor,
+    DDS and its clients: with every core stepping, they waited 100+ ms for one)."""
     if requested < 0:
         raise ValueError(f"physics_threads must be >= 0 (0 = the usable cores), got {requested}")
-    wanted = requested or cores
+    wanted = requested or max(1, cores - spare)
     threads = max(1, min(wanted, cores, num_envs))
     if requested == 0 or threads == requested:
         return threads, None

@@ -58,6 +58,23 @@ def read_poses(h: MujocoHandler, view: ViewModel) -> Poses:
     return Poses(data.time, data.xpos[view.bodies].copy(), data.xquat[view.bodies].copy())
 
 
+#: How far a body must move from the pose last sent (metres; quaternion components) to
+#: be sent again: a tenth of a millimetre, a hundredth of a degree, less than a pixel of
+#: any view that shows a robot whole; a body at rest jitters by ~1e-11 as MuJoCo steps.
+POSITION_TOLERANCE = 1e-4
+ORIENTATION_TOLERANCE = 1e-4
+
+
+def moved_bodies(poses: Poses, sent_pos: np.ndarray, sent_quat: np.ndarray) -> np.ndarray:
+    """Indices of the bodies whose pose is more than the tolerances from the one last
+    sent (a body never sent, NaN, counts as moved): a viewer sends these only, so a still
+    scene sends nothing and a browser draws nothing new."""
+    still = np.all(np.abs(poses.pos - sent_pos) <= POSITION_TOLERANCE, axis=1) & np.all(
+        np.abs(poses.quat - sent_quat) <= ORIENTATION_TOLERANCE, axis=1
+    )
+    return np.flatnonzero(~still)
+
+
 def triangle_faces(vertices: np.ndarray) -> np.ndarray:
     """Faces [n, 3] of a triangle list (3 vertices per triangle, in order)."""
     return np.arange(len(vertices), dtype=np.uint32).reshape(-1, 3)

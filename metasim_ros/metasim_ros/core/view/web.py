@@ -13,7 +13,16 @@ fed from that one source.
 Cost: the page's thread sends only what changed, at FRAME_RATE, and only while a
 browser is connected; a frame holds the simulation to copy a few rows of env 0
 (core/view/scene.py). Camera images are rendered in a thread of their own at
-core/view/images.py's rate, on a copy of env 0, and only while a browser is connected.
+core/view/images.py's rate, on a copy of env 0, and only while a browser is connected;
+an image like the last one shown is not sent.
+
+What the browser draws costs more than the page: viser's client draws the 3D scene on
+demand, for 250 ms after each scene message (GUI updates such as the status line and the
+images draw nothing), and at least once a second. Without a GPU, Chromium draws WebGL on
+the CPU, on the cores the physics runs on: so the page sends a body only when it moved
+visibly (core/view/scene.moved_bodies: a still or paused scene sends none,
+and the browser draws once a second), and the scene is lit by lights alone, without
+viser's default environment map, which made each frame 3-4 times the work.
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ from metasim_ros.core.view.controls import RunControls
 from metasim_ros.core.view.images import IMAGE_SIZE, CameraFeed
 from metasim_ros.core.view.scene import (
     ViewModel,
+    moved_bodies,
     read_poses,
     rgb255,
     take_view_model,
@@ -42,7 +52,10 @@ from metasim_ros.core.view.scene import (
 )
 
 #: Scene frames per second sent to the browsers (at most: nothing is sent unchanged).
-FRAME_RATE = 30.0
+FRAME_RATE = 20.0
+#: What lights the scene instead of an environment map: a hemisphere light (sky, ground,
+#: intensity) under viser's two directional lights.
+SKY_LIGHT = ((255, 255, 255), (110, 105, 100), 1.2)
 #: Status line updates per second.
 STATUS_RATE = 4.0
 #: Snapshot file the page offers (inside snapshot_dir).
@@ -105,8 +118,14 @@ class WebView:
         self._nodes: list[viser.SceneNodeHandle] = []
         self._sent_pos = np.zeros((0, 3))
         self._sent_quat = np.zeros((0, 4))
-        # no shadow maps: a browser without a GPU draws on the cores the physics runs on
+        # no shadow maps, no environment map: a browser without a GPU draws on the cores
+        # the physics runs on
         self._server.scene.configure_default_lights(enabled=True, cast_shadow=False)
+        self._server.scene.configure_environment_map(hdri=None)
+        sky, ground, intensity = SKY_LIGHT
+        self._server.scene.add_light_hemisphere(
+            "/sky", sky_color=sky, ground_color=ground, intensity=intensity
+        )
         self._build_gui()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._frames, name="web_frames", daemon=True)
@@ -147,6 +166,7 @@ class WebView:
             self._said = gui.add_markdown("")
         self._cameras_folder = gui.add_folder("Cameras")
         self._shown: list[viser.GuiImageHandle] = []
+        self._last_images: list[np.ndarray | None] = []
         for operation, button in buttons.items():
             button.on_click(lambda _event, op=operation: self._operate(op))
 
@@ -274,12 +294,7 @@ class WebView:
             if h.model_version != view.version:
                 return  # the next frame rebuilds first
             poses = read_poses(h, view)
-        moved = np.flatnonzero(
-            ~(
-                np.all(poses.pos == self._sent_pos, axis=1)
-                & np.all(poses.quat == self._sent_quat, axis=1)
-            )
-        )
+        moved = moved_bodies(poses, self._sent_pos, self._sent_quat)
         if not len(moved):
             return
         with self._server.atomic():
@@ -292,14 +307,20 @@ class WebView:
         self.frames_sent += 1
 
     def _show_image(self, names: list[str], camera: int, pixels: np.ndarray, _t: float) -> None:
-        """A camera's new image (CameraFeed's thread); the images anew for new cameras."""
+        """A camera's new image (CameraFeed's thread), unless it is the last one shown (a
+        still scene: nothing to encode and send); the images anew for new cameras."""
         if names != self._camera_names:
             self._show_cameras(names)
+        last = self._last_images[camera]
+        if last is not None and np.array_equal(last, pixels):
+            return
+        self._last_images[camera] = pixels.copy()
         self._shown[camera].image = pixels
 
     def _show_cameras(self, names: list[str]) -> None:
         """One image per camera of the current model, in the Cameras folder."""
         self._camera_names = names
+        self._last_images = [None] * len(names)
         for image in self._shown:
             image.remove()
         with self._cameras_folder:
