@@ -26,8 +26,12 @@ import threading
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+import mujoco
+import numpy as np
+
+from metasim_ros.core.control.record import ControlState
 from metasim_ros.core.errors import SnapshotError
 from metasim_ros.core.paths import os_problem
 from metasim_ros.core.recording.bag import BagWriter, TopicSpec
@@ -36,12 +40,14 @@ from metasim_ros.core.recording.stream import (
     CHANGE,
     ROW,
     Checkpoint,
+    Rows,
     StreamWriter,
     describe_change,
     read_journal,
     same_state,
     write_states,
 )
+from metasim_ros.core.scene.builder import INTEGRATION_STATE
 from metasim_ros.core.sim.handler import MujocoHandler, PhysicsState
 
 #: Default bound of the queue between the recording's producers and its writer (bytes).
@@ -126,6 +132,7 @@ class Recording:
         self.every = every
         self.facts = h.facts()
         self._version = h.model_version
+        self._state_size = mujoco.mj_stateSize(self.facts.model, INTEGRATION_STATE)
         self._queue = _Queue(queue_bytes)
         self.step = 0
         self.dropped_rows = 0
@@ -136,6 +143,10 @@ class Recording:
         self._writes = h.writes  # the handler's writes seen (_note_change)
         #: the state just before the first write since the last batch (_before_write)
         self._before: list[PhysicsState] | None = None
+        #: per env the control capture that holds while nothing writes (None: stepping
+        #: changes it) and the handler's count of writes it was taken at (_rows)
+        self._held: list[ControlState | None] = []
+        self._held_writes = -1
         try:
             self._stream = StreamWriter(folder / JOURNAL, self.facts, every)
             kwargs = {} if bag_reserve is None else {"reserve": bag_reserve}
@@ -161,16 +172,50 @@ class Recording:
             h.step(n=n)
             return
         self._note_change(h)
-        left, rows = n, []
-        while left > 0:
-            k = min(left, self.every - self.step % self.every)
-            h.step(n=k)
-            self.step += k
-            left -= k
-            if self.step % self.every == 0:
-                rows.append(Checkpoint(self.step, ROW, self._capture(h)))
-        if rows:
-            self._put(rows)
+        every, done = self.every, self.step
+        first = done // every + 1  # the first row's number (its step: first * every)
+        count = (done + n) // every - first + 1
+        if count == 0:
+            h.step(n=n)
+            self.step += n
+            return
+        rows = self._rows(h, count, np.arange(first, first + count, dtype=np.int64) * every)
+        h.step_sampled(n, every, done, self._sampler(h, rows))
+        self.step += n
+        if not self._queue.put(rows, rows.integration.nbytes):
+            self.dropped_rows += count
+
+    def _rows(self, h: MujocoHandler, count: int, steps: np.ndarray) -> Rows:
+        """The block a batch's rows are copied into, with the control captures that hold
+        for all of them (an env whose control state stepping does not change): taken
+        once after each write, not per batch, since only a write can change them."""
+        if h.writes != self._held_writes:
+            self._held_writes = h.writes
+            self._held = [
+                None if h.control_moving(e) else h.capture(e).control for e in range(h.num_envs)
+            ]
+        for e, c in enumerate(self._held):
+            if c is None and not h.control_moving(e):  # stepping ended what moved it
+                self._held[e] = h.capture(e).control
+        controls = [[] if c is None else [c] * count for c in self._held]
+        return Rows(steps, np.empty((h.num_envs, count, self._state_size)), controls)
+
+    @staticmethod
+    def _sampler(h: MujocoHandler, rows: Rows) -> Callable[[int, int, mujoco.MjData], None]:
+        """What keeps a row as the handler steps: a state copy into the block, and a
+        control capture where stepping changes it."""
+        model, block, controls = h.model, rows.integration, rows.controls
+
+        def sample(env: int, row: int, data: mujoco.MjData) -> None:
+            if len(controls[env]) > row:  # the batch's capture holds
+                mujoco.mj_getState(model, data, block[env, row], INTEGRATION_STATE)
+                return
+            state = h.capture(env)
+            block[env, row] = state.integration
+            assert state.control is not None
+            controls[env].append(state.control)
+
+        return sample
 
     def room(self) -> int | None:
         """No limit on the steps a batch may take."""
@@ -239,6 +284,8 @@ class Recording:
                     break
                 if item is None:
                     self._bag.commit_due()
+                elif isinstance(item, Rows):
+                    self._stream.write_rows(item)
                 elif isinstance(item, list):  # checkpoints
                     self._stream.write(item)
                 else:
