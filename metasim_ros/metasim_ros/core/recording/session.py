@@ -52,36 +52,52 @@ from metasim_ros.core.sim.handler import MujocoHandler, PhysicsState
 
 #: Default bound of the queue between the recording's producers and its writer (bytes).
 DEFAULT_QUEUE_BYTES = 256 * 1024 * 1024
+#: The writer wakes at least this often (seconds), or once this many bytes wait.
+WAKE_SECONDS = 0.05
+WAKE_BYTES = 4 << 20
 _END = object()
 
 
 class _Queue:
-    """A FIFO bounded in bytes; items that must not be lost may exceed the bound."""
+    """A FIFO bounded in bytes; items that must not be lost may exceed the bound.
+
+    The writer takes what waits in one go, waking when an item must not wait (a change,
+    the end), when WAKE_BYTES wait, or after WAKE_SECONDS: not once per physics batch,
+    since every wake-up costs the physics thread a hand-over of the GIL."""
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
-        self._items: deque[tuple[Any, int]] = deque()
-        self._bytes = 0
+        self._items: deque[Any] = deque()
+        self._bytes = 0  # of the items waiting and of those the writer is writing
+        self._urgent = False
         self._cond = threading.Condition()
 
     def put(self, item: Any, size: int, droppable: bool = True) -> bool:
         with self._cond:
             if droppable and self._bytes + size > self.max_bytes:
                 return False
-            self._items.append((item, size))
+            self._items.append(item)
             self._bytes += size
-            self._cond.notify()
+            if not droppable or self._bytes >= WAKE_BYTES:
+                self._urgent = True
+                self._cond.notify()
             return True
 
-    def get(self, timeout: float) -> Any:
+    def take(self, timeout: float) -> list[Any]:
+        """Every item waiting, in order (waiting up to `timeout` unless one is urgent);
+        call `release` with their sizes once they are written."""
         with self._cond:
-            if not self._items and not self._cond.wait(timeout):
-                return None
-            if not self._items:
-                return None
-            item, size = self._items.popleft()
+            if not self._urgent:
+                self._cond.wait(timeout)
+            self._urgent = False
+            items = list(self._items)
+            self._items.clear()
+            return items
+
+    def release(self, size: int) -> None:
+        """`size` bytes of taken items are written: room for new ones."""
+        with self._cond:
             self._bytes -= size
-            return item
 
 
 @dataclass
@@ -278,23 +294,37 @@ class Recording:
     # -- the writer thread -----------------------------------------------------------
     def _write(self) -> None:
         try:
-            while True:
-                item = self._queue.get(0.2)
-                if item is _END:
-                    break
-                if item is None:
-                    self._bag.commit_due()
-                elif isinstance(item, Rows):
-                    self._stream.write_rows(item)
-                elif isinstance(item, list):  # checkpoints
-                    self._stream.write(item)
-                else:
-                    self._bag.write(*item)
-                    self._bag.commit_due()
+            while self._write_taken(self._queue.take(WAKE_SECONDS)):
+                self._bag.commit_due()
         except OSError as exc:
             self.error = f"cannot write {self.folder}: {os_problem(exc)}"
             self._bag.abort()
             self._stream.close()
+
+    def _write_taken(self, items: list[Any]) -> bool:
+        """Write taken items in order, consecutive rows in one table; False at the end."""
+        rows: list[Rows] = []
+        size = 0
+        for item in items:
+            if isinstance(item, Rows):
+                rows.append(item)
+                size += item.integration.nbytes
+                continue
+            if rows:
+                self._stream.write_rows(Rows.joined(rows))
+                rows = []
+            if item is _END:
+                return False
+            if isinstance(item, list):  # checkpoints
+                self._stream.write(item)
+                size += self._row_bytes * len(item)
+            else:
+                self._bag.write(*item)
+                size += len(item[2]) + 64
+        if rows:
+            self._stream.write_rows(Rows.joined(rows))
+        self._queue.release(size)
+        return True
 
     # -- stopping --------------------------------------------------------------------
     def close(self, timeout: float = 60.0) -> Summary:

@@ -73,6 +73,17 @@ class Rows:
     integration: np.ndarray  # [envs, rows, state size]
     controls: list[list[ControlState]]  # per env, per row (the same object while it holds)
 
+    @staticmethod
+    def joined(parts: list[Rows]) -> Rows:
+        """Consecutive batches' rows as one (the writer writes them in one table)."""
+        if len(parts) == 1:
+            return parts[0]
+        return Rows(
+            np.concatenate([p.steps for p in parts]),
+            np.concatenate([p.integration for p in parts], axis=1),
+            [[c for p in parts for c in p.controls[e]] for e in range(len(parts[0].controls))],
+        )
+
 
 def same_state(a: PhysicsState, b: PhysicsState) -> bool:
     """Bit for bit the same state, a run ended between the two captures included."""

@@ -813,11 +813,19 @@ class MujocoHandler:
         this way at the cost of a state copy, not of a call into the handler per row.
         `sample` runs on the thread that steps the env (a pool thread too)."""
 
+        m, controls = self._model, self._controls
+
         def run(e: int, d: mujoco.MjData) -> None:
+            # no law to run, nothing to end: _step_env would be mj_step alone
+            plain = not controls.stepping[e] and not controls.moving(e)
             taken = row = 0
             while taken < n:
                 k = min(n - taken, every - (done + taken) % every)
-                self._step_env(e, d, k)
+                if plain:
+                    mujoco.mj_step(m, d, nstep=k)
+                    self._stale[e] = True
+                else:
+                    self._step_env(e, d, k)
                 taken += k
                 if (done + taken) % every == 0:
                     sample(e, row, d)
