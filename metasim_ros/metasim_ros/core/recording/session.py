@@ -2,17 +2,20 @@
 # SPDX-License-Identifier: Apache-2.0
 """One episode being recorded: the state stream and the bag, written off the physics thread.
 
-The physics thread only captures states (a few microseconds per env) and queues them; the
-topic taps only queue the bytes they received. One writer thread drains the queue into
-the journal and the bag. The queue is bounded in bytes: when the disk falls behind, rows
-and messages that do not fit are dropped and counted (``status`` says how many), so
-physics never waits for the disk. Changes are never dropped: a replay needs every one.
-A write error (a full disk) ends the recording: nothing more is queued, physics goes
-on, and ``status`` names the error.
+The physics thread only copies states (a `mj_getState` per row into a block per batch)
+and queues them; the topic taps only queue the bytes they received. One writer thread
+drains the queue into the journal and the bag, waking every WAKE_SECONDS (or sooner for a
+change, the end or WAKE_BYTES waiting), not once per batch. The queue is bounded in
+bytes: when the disk falls behind, rows and messages that do not fit are dropped and
+counted (``status`` says how many), so physics never waits for the disk. Changes are
+never dropped: a replay needs every one. A write error (a full disk) ends the recording:
+nothing more is queued, physics goes on, and ``status`` names the error.
 
 As a physics-loop observer (`advance`, called under the simulation lock with the steps
-to take), the recording steps in runs that end at every `every`-th step, captures a row
-there (a batch's rows go to the queue together), and at the start of every batch looks
+to take), the recording has the handler step in runs that end at every `every`-th step
+(`step_sampled`) and copy a row there (a batch's rows go to the queue together; the
+control capture, taken once per write, is shared by the rows while stepping cannot change
+it), and at the start of every batch looks
 at the handler's count of writes: when anything wrote since the last batch (a command,
 set_states, goal, wrench, load, reset), it compares the state with the one captured just
 before the first of those writes (the handler's `before_write`) and queues a CHANGE
