@@ -77,26 +77,28 @@ def _record(probe: Probe, node, folder: str, timestep: float):
     return wall, cpu, res.message
 
 
-def overhead(root: Path, timestep: float) -> None:
-    """Physics rate recording vs not recording, alternating in one node (rtf 0), with the
-    state kept every step, every 10th and every 100th (record_every)."""
+def overhead(root: Path, timestep: float, rtf: float) -> None:
+    """Physics rate recording vs not recording, alternating in one node at real-time
+    factor `rtf` (0: as fast as possible; 1: real time, where the steps per node CPU
+    second say what recording costs), with the state kept every step, every 10th and
+    every 100th (record_every)."""
     rclpy.init()
     probe = Probe()
-    node = start_node(real_time_factor=0.0, recordings_dir=str(root))
+    node = start_node(real_time_factor=rtf, recordings_dir=str(root))
     try:
         probe.wait_service(probe.node.create_client(GetStates, "/sim_node/get_states"))
         params = probe.node.create_client(SetParameters, "/sim_node/set_parameters")
         probe.wait_service(params)
         _subscribe(probe)
         probe.spin_for(3.0)  # renderer start-up
-        print(f"physics while recording {', '.join(TOPICS)} (rtf 0, alternating in one run):")
+        print(f"physics while recording {', '.join(TOPICS)} (rtf {rtf:g}, alternating in one run):")
         for every in (1, 10, 100):
             _set_parameters(probe, params, record_every=every)
             off = on = off_cpu = on_cpu = 0.0
             for i in range(ROUNDS):
                 wall, cpu = _rates(probe, node, timestep)
                 off, off_cpu = off + wall, off_cpu + cpu
-                wall, cpu, text = _record(probe, node, f"overhead_{every}_{i}", timestep)
+                wall, cpu, text = _record(probe, node, f"overhead_{rtf:g}_{every}_{i}", timestep)
                 on, on_cpu = on + wall, on_cpu + cpu
             ratio = on_cpu / off_cpu
             print(
@@ -174,7 +176,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench_recording_") as tmp:
         root = Path(tmp)
         if sys.argv[1:] in ([], ["overhead"]):
-            overhead(root / "overhead", timestep)
+            for rtf in (0.0, 1.0):
+                overhead(root / f"overhead_{rtf:g}", timestep, rtf)
         if sys.argv[1:] in ([], ["sizes"]):
             sizes(root / "sizes", timestep)
         if sys.argv[1:] in ([], ["replay"]):

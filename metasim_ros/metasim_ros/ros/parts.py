@@ -83,10 +83,19 @@ class Periodic(Protocol):
 
 
 class ServiceHost(Protocol):
-    """Where short synchronous services are served fast (services/fast.py FastServices)."""
+    """Where short synchronous services are served fast (services/fast.py FastServices),
+    and short subscriptions taken (a recording's taps)."""
 
     def create_service(self, srv_type: Any, name: str, callback: Callable[[Any, Any], Any]) -> None:
         """Serve `name` (resolved as sim_node resolves it) with `callback`."""
+
+    def create_tap(
+        self, msg_type: Any, topic: str, callback: Callable[[bytes], None], qos: Any
+    ) -> Any:
+        """Hand every message on `topic` (absolute) to `callback` as its CDR bytes."""
+
+    def destroy_tap(self, tap: Any) -> None:
+        """Stop a `create_tap` subscription."""
 
 
 class PartsNode(Node):

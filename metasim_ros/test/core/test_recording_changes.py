@@ -85,3 +85,40 @@ def test_batches_nothing_wrote_before_record_no_change(tmp_path: Path):
     rec.finish_under_lock(h)
     summary = rec.close()
     assert summary.changes == 0 and summary.rows == 1 + 10 * BATCH // 10 + 2, summary.text()
+
+
+#: What the control state does while the recording steps on: the rows of a batch are
+#: copied as the handler steps, and a control capture is shared by the rows only while
+#: stepping cannot change it.
+STEPPING: dict[str, Callable[[MujocoHandler], None]] = {
+    "still (a position command)": lambda h: h.command({ARM[1]: JointCommand(position=0.2)}),
+    "a servo's target moving (velocity mode)": lambda h: h.command(
+        {ARM[1]: JointCommand(velocity=0.2)}
+    ),
+    "a wrench ending mid-batch": lambda h: h.apply_wrench(
+        0, "cube", [0.0, 0.0, 3.0], [0.0] * 3, [0.0] * 3, 0.071
+    ),
+    "a trajectory running and ending": lambda h: h.start_trajectory("franka", _goal(h)),
+}
+
+
+@pytest.mark.parametrize("every", [1, 3])
+@pytest.mark.parametrize("envs", [1, 2])  # 2: stepped on two threads
+@pytest.mark.parametrize("case", sorted(STEPPING))
+def test_rows_kept_while_stepping_replay_exactly(tmp_path: Path, case, envs, every):
+    h = MujocoHandler(num_envs=envs, physics_threads=envs)
+    folder = tmp_path / "episode"
+    folder.mkdir()
+    rec = Recording(folder, h, [], every=every)
+    rec.advance(h, BATCH)
+    STEPPING[case](h)  # env 0 only for a wrench: the other env stays still meanwhile
+    for n in (BATCH, 7, BATCH, 1, 2, 8 * BATCH):  # batches across row boundaries
+        rec.advance(h, n)
+    rec.finish_under_lock(h)
+    summary = rec.close()
+    steps = 2 * BATCH + 7 + BATCH + 1 + 2 + 8 * BATCH
+    assert summary.closed and summary.steps == steps, summary.text()
+    assert summary.rows == 1 + steps // every + (steps % every > 0), summary.text()
+    replay = verify_episode(folder)  # steps plainly, compares every row's whole state
+    assert replay.divergence is None, replay.divergence
+    assert replay.compared == summary.rows - 1

@@ -143,6 +143,16 @@ class Controls:
                 or any(mode[i] == VELOCITY for i in servos)
             )
 
+    def moving(self, env: int) -> bool:
+        """Whether stepping may change env's control state by itself: a servo's target
+        advancing in velocity mode, a trajectory, a wrench or a base command ending. When
+        not, it stays as it is until something writes it."""
+        c = self.envs[env]
+        if c.trajectories or c.wrench_next != math.inf or c.base_until != math.inf:
+            return True
+        mode = c.mode.tolist()
+        return any(mode[i] == VELOCITY for i in self._servos)
+
     def write_ctrl(self, env: int, data: mujoco.MjData, changed: np.ndarray) -> None:
         """ctrl of the servos, velocity actuators and effort-mode motors in `changed`
         (target indices); motors in position/velocity mode get theirs every step."""

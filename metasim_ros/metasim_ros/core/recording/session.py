@@ -2,17 +2,20 @@
 # SPDX-License-Identifier: Apache-2.0
 """One episode being recorded: the state stream and the bag, written off the physics thread.
 
-The physics thread only captures states (a few microseconds per env) and queues them; the
-topic taps only queue the bytes they received. One writer thread drains the queue into
-the journal and the bag. The queue is bounded in bytes: when the disk falls behind, rows
-and messages that do not fit are dropped and counted (``status`` says how many), so
-physics never waits for the disk. Changes are never dropped: a replay needs every one.
-A write error (a full disk) ends the recording: nothing more is queued, physics goes
-on, and ``status`` names the error.
+The physics thread only copies states (a `mj_getState` per row into a block per batch)
+and queues them; the topic taps only queue the bytes they received. One writer thread
+drains the queue into the journal and the bag, waking every WAKE_SECONDS (or sooner for a
+change, the end or WAKE_BYTES waiting), not once per batch. The queue is bounded in
+bytes: when the disk falls behind, rows and messages that do not fit are dropped and
+counted (``status`` says how many), so physics never waits for the disk. Changes are
+never dropped: a replay needs every one. A write error (a full disk) ends the recording:
+nothing more is queued, physics goes on, and ``status`` names the error.
 
 As a physics-loop observer (`advance`, called under the simulation lock with the steps
-to take), the recording steps in runs that end at every `every`-th step, captures a row
-there (a batch's rows go to the queue together), and at the start of every batch looks
+to take), the recording has the handler step in runs that end at every `every`-th step
+(`step_sampled`) and copy a row there (a batch's rows go to the queue together; the
+control capture, taken once per write, is shared by the rows while stepping cannot change
+it), and at the start of every batch looks
 at the handler's count of writes: when anything wrote since the last batch (a command,
 set_states, goal, wrench, load, reset), it compares the state with the one captured just
 before the first of those writes (the handler's `before_write`) and queues a CHANGE
@@ -26,8 +29,12 @@ import threading
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+import mujoco
+import numpy as np
+
+from metasim_ros.core.control.record import ControlState
 from metasim_ros.core.errors import SnapshotError
 from metasim_ros.core.paths import os_problem
 from metasim_ros.core.recording.bag import BagWriter, TopicSpec
@@ -36,46 +43,64 @@ from metasim_ros.core.recording.stream import (
     CHANGE,
     ROW,
     Checkpoint,
+    Rows,
     StreamWriter,
     describe_change,
     read_journal,
     same_state,
     write_states,
 )
+from metasim_ros.core.scene.builder import INTEGRATION_STATE
 from metasim_ros.core.sim.handler import MujocoHandler, PhysicsState
 
 #: Default bound of the queue between the recording's producers and its writer (bytes).
 DEFAULT_QUEUE_BYTES = 256 * 1024 * 1024
+#: The writer wakes at least this often (seconds), or once this many bytes wait.
+WAKE_SECONDS = 0.05
+WAKE_BYTES = 4 << 20
 _END = object()
 
 
 class _Queue:
-    """A FIFO bounded in bytes; items that must not be lost may exceed the bound."""
+    """A FIFO bounded in bytes; items that must not be lost may exceed the bound.
+
+    The writer takes what waits in one go, waking when an item must not wait (a change,
+    the end), when WAKE_BYTES wait, or after WAKE_SECONDS: not once per physics batch,
+    since every wake-up costs the physics thread a hand-over of the GIL."""
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
-        self._items: deque[tuple[Any, int]] = deque()
-        self._bytes = 0
+        self._items: deque[Any] = deque()
+        self._bytes = 0  # of the items waiting and of those the writer is writing
+        self._urgent = False
         self._cond = threading.Condition()
 
     def put(self, item: Any, size: int, droppable: bool = True) -> bool:
         with self._cond:
             if droppable and self._bytes + size > self.max_bytes:
                 return False
-            self._items.append((item, size))
+            self._items.append(item)
             self._bytes += size
-            self._cond.notify()
+            if not droppable or self._bytes >= WAKE_BYTES:
+                self._urgent = True
+                self._cond.notify()
             return True
 
-    def get(self, timeout: float) -> Any:
+    def take(self, timeout: float) -> list[Any]:
+        """Every item waiting, in order (waiting up to `timeout` unless one is urgent);
+        call `release` with their sizes once they are written."""
         with self._cond:
-            if not self._items and not self._cond.wait(timeout):
-                return None
-            if not self._items:
-                return None
-            item, size = self._items.popleft()
+            if not self._urgent:
+                self._cond.wait(timeout)
+            self._urgent = False
+            items = list(self._items)
+            self._items.clear()
+            return items
+
+    def release(self, size: int) -> None:
+        """`size` bytes of taken items are written: room for new ones."""
+        with self._cond:
             self._bytes -= size
-            return item
 
 
 @dataclass
@@ -126,6 +151,7 @@ class Recording:
         self.every = every
         self.facts = h.facts()
         self._version = h.model_version
+        self._state_size = mujoco.mj_stateSize(self.facts.model, INTEGRATION_STATE)
         self._queue = _Queue(queue_bytes)
         self.step = 0
         self.dropped_rows = 0
@@ -136,6 +162,10 @@ class Recording:
         self._writes = h.writes  # the handler's writes seen (_note_change)
         #: the state just before the first write since the last batch (_before_write)
         self._before: list[PhysicsState] | None = None
+        #: per env the control capture that holds while nothing writes (None: stepping
+        #: changes it) and the handler's count of writes it was taken at (_rows)
+        self._held: list[ControlState | None] = []
+        self._held_writes = -1
         try:
             self._stream = StreamWriter(folder / JOURNAL, self.facts, every)
             kwargs = {} if bag_reserve is None else {"reserve": bag_reserve}
@@ -161,16 +191,50 @@ class Recording:
             h.step(n=n)
             return
         self._note_change(h)
-        left, rows = n, []
-        while left > 0:
-            k = min(left, self.every - self.step % self.every)
-            h.step(n=k)
-            self.step += k
-            left -= k
-            if self.step % self.every == 0:
-                rows.append(Checkpoint(self.step, ROW, self._capture(h)))
-        if rows:
-            self._put(rows)
+        every, done = self.every, self.step
+        first = done // every + 1  # the first row's number (its step: first * every)
+        count = (done + n) // every - first + 1
+        if count == 0:
+            h.step(n=n)
+            self.step += n
+            return
+        rows = self._rows(h, count, np.arange(first, first + count, dtype=np.int64) * every)
+        h.step_sampled(n, every, done, self._sampler(h, rows))
+        self.step += n
+        if not self._queue.put(rows, rows.integration.nbytes):
+            self.dropped_rows += count
+
+    def _rows(self, h: MujocoHandler, count: int, steps: np.ndarray) -> Rows:
+        """The block a batch's rows are copied into, with the control captures that hold
+        for all of them (an env whose control state stepping does not change): taken
+        once after each write, not per batch, since only a write can change them."""
+        if h.writes != self._held_writes:
+            self._held_writes = h.writes
+            self._held = [
+                None if h.control_moving(e) else h.capture(e).control for e in range(h.num_envs)
+            ]
+        for e, c in enumerate(self._held):
+            if c is None and not h.control_moving(e):  # stepping ended what moved it
+                self._held[e] = h.capture(e).control
+        controls = [[] if c is None else [c] * count for c in self._held]
+        return Rows(steps, np.empty((h.num_envs, count, self._state_size)), controls)
+
+    @staticmethod
+    def _sampler(h: MujocoHandler, rows: Rows) -> Callable[[int, int, mujoco.MjData], None]:
+        """What keeps a row as the handler steps: a state copy into the block, and a
+        control capture where stepping changes it."""
+        model, block, controls = h.model, rows.integration, rows.controls
+
+        def sample(env: int, row: int, data: mujoco.MjData) -> None:
+            if len(controls[env]) > row:  # the batch's capture holds
+                mujoco.mj_getState(model, data, block[env, row], INTEGRATION_STATE)
+                return
+            state = h.capture(env)
+            block[env, row] = state.integration
+            assert state.control is not None
+            controls[env].append(state.control)
+
+        return sample
 
     def room(self) -> int | None:
         """No limit on the steps a batch may take."""
@@ -233,21 +297,37 @@ class Recording:
     # -- the writer thread -----------------------------------------------------------
     def _write(self) -> None:
         try:
-            while True:
-                item = self._queue.get(0.2)
-                if item is _END:
-                    break
-                if item is None:
-                    self._bag.commit_due()
-                elif isinstance(item, list):  # checkpoints
-                    self._stream.write(item)
-                else:
-                    self._bag.write(*item)
-                    self._bag.commit_due()
+            while self._write_taken(self._queue.take(WAKE_SECONDS)):
+                self._bag.commit_due()
         except OSError as exc:
             self.error = f"cannot write {self.folder}: {os_problem(exc)}"
             self._bag.abort()
             self._stream.close()
+
+    def _write_taken(self, items: list[Any]) -> bool:
+        """Write taken items in order, consecutive rows in one table; False at the end."""
+        rows: list[Rows] = []
+        size = 0
+        for item in items:
+            if isinstance(item, Rows):
+                rows.append(item)
+                size += item.integration.nbytes
+                continue
+            if rows:
+                self._stream.write_rows(Rows.joined(rows))
+                rows = []
+            if item is _END:
+                return False
+            if isinstance(item, list):  # checkpoints
+                self._stream.write(item)
+                size += self._row_bytes * len(item)
+            else:
+                self._bag.write(*item)
+                size += len(item[2]) + 64
+        if rows:
+            self._stream.write_rows(Rows.joined(rows))
+        self._queue.release(size)
+        return True
 
     # -- stopping --------------------------------------------------------------------
     def close(self, timeout: float = 60.0) -> Summary:

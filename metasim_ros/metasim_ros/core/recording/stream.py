@@ -64,6 +64,27 @@ class Checkpoint:
     what: str = ""
 
 
+@dataclass
+class Rows:
+    """A batch's ROW checkpoints, kept as the physics thread copied them: no object per
+    row but the control captures, and those shared by the rows a capture holds for."""
+
+    steps: np.ndarray  # int64 [rows]
+    integration: np.ndarray  # [envs, rows, state size]
+    controls: list[list[ControlState]]  # per env, per row (the same object while it holds)
+
+    @staticmethod
+    def joined(parts: list[Rows]) -> Rows:
+        """Consecutive batches' rows as one (the writer writes them in one table)."""
+        if len(parts) == 1:
+            return parts[0]
+        return Rows(
+            np.concatenate([p.steps for p in parts]),
+            np.concatenate([p.integration for p in parts], axis=1),
+            [[c for p in parts for c in p.controls[e]] for e in range(len(parts[0].controls))],
+        )
+
+
 def same_state(a: PhysicsState, b: PhysicsState) -> bool:
     """Bit for bit the same state, a run ended between the two captures included."""
     if a.integration.tobytes() != b.integration.tobytes():
@@ -134,6 +155,18 @@ class StreamWriter:
         }
         self._journal.append(b"H" + json.dumps(header).encode())
         self._last: list[tuple[ControlState, bytes, int] | None] = [None] * facts.num_envs
+        n, nbody = len(facts.target_joint_names), int(m.nbody)
+        fields = [("tag", "u1"), ("kind", "u1"), ("step", "<u8"), ("what", "<u2")]
+        for e in range(facts.num_envs):
+            fields += [
+                (f"doc{e}", "<u4"),
+                (f"integration{e}", "<f8", (header["state_size"],)),
+                (f"pos{e}", "<f8", (n,)),
+                (f"vel{e}", "<f8", (n,)),
+                (f"wrench_until{e}", "<f8", (nbody,)),
+            ]
+        #: a ROW checkpoint as `write` lays it out (packed: no padding between fields)
+        self._row = np.dtype(fields)
         self._ids = [0] * facts.num_envs
         self.rows = self.changes = 0
 
@@ -165,10 +198,38 @@ class StreamWriter:
                 self.changes += 1
         self._journal.append(*records)
 
+    def write_rows(self, rows: Rows) -> None:
+        """ROW checkpoints, as `write` lays them out, in one table: their new control
+        documents first, then the rows in one write."""
+        count = len(rows.steps)
+        docs: list[bytes] = []
+        table = np.zeros(count, self._row)
+        table["tag"] = ord("C")
+        table["kind"] = ROW
+        table["step"] = rows.steps
+        for e, controls in enumerate(rows.controls):
+            table[f"integration{e}"] = rows.integration[e]
+            start = 0
+            for r in range(1, count + 1):  # a run of rows sharing a capture: one slice
+                if r < count and controls[r] is controls[start]:
+                    continue
+                c, run = controls[start], slice(start, r)
+                table[f"doc{e}"][run] = self._document(e, c, docs)
+                table[f"pos{e}"][run] = c.pos
+                table[f"vel{e}"][run] = c.vel
+                table[f"wrench_until{e}"][run] = c.wrench_until
+                start = r
+        if docs:
+            self._journal.append(*docs)
+        self._journal.append_equal(table.view(np.uint8).reshape(count, self._row.itemsize))
+        self.rows += count
+
     def _document(self, env: int, c: ControlState, records: list[bytes]) -> int:
         """The id of env `env`'s document for `c`, added to `records` first when it is a
         new one."""
         last = self._last[env]
+        if last is not None and last[0] is c:  # the capture the last rows shared
+            return last[2]
         if last is not None and last[0].same_as(c) and _ended(last[0]) == _ended(c):
             return last[2]
         doc = control_io.document(self._layout, c)

@@ -830,6 +830,45 @@ class MujocoHandler:
             datas = self._datas
             self._pool.for_each(len(datas), lambda e: self._step_env(e, datas[e], n))
 
+    def step_sampled(
+        self, n: int, every: int, done: int, sample: Callable[[int, int, mujoco.MjData], None]
+    ) -> None:
+        """n steps of every env, exactly as step(n=n), calling sample(env, row, data) after
+        each step whose count (done + the steps taken here) is a multiple of `every`
+        (row: 0, 1, ... within this call). A recording keeps a state every `every` steps
+        this way at the cost of a state copy, not of a call into the handler per row.
+        `sample` runs on the thread that steps the env (a pool thread too)."""
+
+        m, controls = self._model, self._controls
+
+        def run(e: int, d: mujoco.MjData) -> None:
+            # no law to run, nothing to end: _step_env would be mj_step alone
+            plain = not controls.stepping[e] and not controls.moving(e)
+            taken = row = 0
+            while taken < n:
+                k = min(n - taken, every - (done + taken) % every)
+                if plain:
+                    mujoco.mj_step(m, d, nstep=k)
+                    self._stale[e] = True
+                else:
+                    self._step_env(e, d, k)
+                taken += k
+                if (done + taken) % every == 0:
+                    sample(e, row, d)
+                    row += 1
+
+        datas = self._datas
+        if self._pool is None:
+            for e, d in enumerate(datas):
+                run(e, d)
+        else:
+            self._pool.for_each(len(datas), lambda e: run(e, datas[e]))
+
+    def control_moving(self, env_id: int) -> bool:
+        """Whether stepping may change env `env_id`'s control state by itself (see
+        Controls.moving); while it does not, a capture of it holds until the next write."""
+        return self._controls.moving(env_id)
+
     def _step_env(self, e: int, d: mujoco.MjData, n: int) -> None:
         """n physics steps of env e: controller updates fall between physics steps, on
         the env's controller clock; the laws run before each step; runs of steps end

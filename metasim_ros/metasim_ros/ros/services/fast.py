@@ -1,7 +1,7 @@
 # Copyright 2026 metasim_ros developers
 # SPDX-License-Identifier: Apache-2.0
-"""The round-trip-critical services (get_states, set_states) on a node of their own,
-spun by rclpy's EventsExecutor in a thread of its own.
+"""The round-trip-critical services (get_states, set_states) and a recording's topic
+taps on a node of their own, spun by rclpy's EventsExecutor in a thread of its own.
 
 rclpy's wait-set executors rebuild their wait set in Python at every wake-up, about
 three times per service call, at a cost that grows with the node's entities; sim_node
@@ -30,9 +30,12 @@ from collections.abc import Callable
 from typing import Any
 
 from rclpy.callback_groups import CallbackGroup
+from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.executors import Executor
 from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
+from rclpy.qos import QoSProfile
+from rclpy.subscription import Subscription
 
 from metasim_ros.core.text import log_block
 from metasim_ros.ros.qos import SERVICE_QOS
@@ -78,6 +81,21 @@ class FastServices:
             qos_profile=SERVICE_QOS,
             callback_group=callback_group,
         )
+
+    def create_tap(
+        self, msg_type: Any, topic: str, callback: Callable[[bytes], None], qos: QoSProfile
+    ) -> Subscription:
+        """A raw subscription to `topic` (absolute): a recording's tap, taken here, not in
+        sim_node's executor, whose wait-set work per message cost as much as the recording
+        itself. No QoS-event handlers: taps are destroyed while the executor spins."""
+        return self.node.create_subscription(
+            msg_type, topic, callback, qos, raw=True,
+            event_callbacks=SubscriptionEventCallbacks(use_default_callbacks=False),
+        )  # fmt: skip
+
+    def destroy_tap(self, tap: Subscription) -> None:
+        """Stop a `create_tap` subscription."""
+        self.node.destroy_subscription(tap)
 
     def start(self) -> None:
         """Serve from now on (after the node that owns the simulation started it)."""

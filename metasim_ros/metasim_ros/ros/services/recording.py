@@ -4,8 +4,10 @@
 and the topic taps that hand a recording the bytes of every message it records.
 
 A tap is a raw subscription (rclpy hands over the CDR bytes as they came off DDS, never
-deserialised), stamped with the sim time it arrived at and queued for the recording's
-writer thread (core/recording/session.py). The state stream and the replay are core
+deserialised) on the fast node (services/fast.py: its EventsExecutor takes a message
+without the wait-set work sim_node's executor does per wake-up), stamped with the sim
+time it arrived at and queued for the recording's writer thread
+(core/recording/session.py). The state stream and the replay are core
 (core/recording/); these callbacks parse, call them and reply.
 """
 
@@ -17,9 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from metasim_msgs.srv import Replay, Seek, StartRecording
-from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.duration import Duration as RclDuration
-from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.subscription import Subscription
@@ -88,7 +88,6 @@ class RecordingServices:
             places = node.placement.robots([r.name for r in h.robots])
         self._commands = [node.resolve_topic_name(t) for t in input_topics(params, places)]
         self._taps: list[Subscription] = []
-        self._tap_group = ReentrantCallbackGroup()
         self.recording: Recording | None = None
         self.replay: CoreReplay | None = None
         self._replay_rate: float | None = None
@@ -182,12 +181,8 @@ class RecordingServices:
         def received(data: bytes) -> None:
             rec.message(index, round(loop.last_sim_time * 1e9), data)
 
-        # no QoS-event handlers: taps are destroyed while the executor waits on them
-        return self._node.create_subscription(
-            message_class(spec.type), spec.name, received, qos, raw=True,
-            callback_group=self._tap_group,
-            event_callbacks=SubscriptionEventCallbacks(use_default_callbacks=False),
-        )  # fmt: skip
+        taps = self._node.fast_services
+        return taps.create_tap(message_class(spec.type), spec.name, received, qos)
 
     @replying
     def stop_recording(
@@ -205,7 +200,7 @@ class RecordingServices:
         rec = self.recording
         assert rec is not None
         for tap in self._taps:
-            self._node.destroy_subscription(tap)
+            self._node.fast_services.destroy_tap(tap)
         self._taps = []
         with self._sim.locked() as h:
             rec.finish_under_lock(h)
