@@ -35,9 +35,9 @@ SEGMENT = re.compile(r"fastdds_[0-9a-f]{16}")
 MIN_AGE = 2.0
 
 
-def locked_files() -> set[tuple[int, int]]:
-    """(device, inode) of every file a live process holds an flock on."""
-    held: set[tuple[int, int]] = set()
+def flock_holders() -> dict[tuple[int, int], list[int]]:
+    """(device, inode) of every file a live process holds an flock on -> those pids."""
+    held: dict[tuple[int, int], list[int]] = {}
     try:
         lines = Path("/proc/locks").read_text().splitlines()
     except OSError:
@@ -46,8 +46,10 @@ def locked_files() -> set[tuple[int, int]]:
         fields = line.split()
         if "FLOCK" not in fields or "->" in fields:  # "->": a process waiting for it
             continue
-        major, minor, inode = fields[fields.index("FLOCK") + 4].split(":")
-        held.add((os.makedev(int(major, 16), int(minor, 16)), int(inode)))
+        at = fields.index("FLOCK")
+        major, minor, inode = fields[at + 4].split(":")
+        file = (os.makedev(int(major, 16), int(minor, 16)), int(inode))
+        held.setdefault(file, []).append(int(fields[at + 3]))
     return held
 
 
@@ -57,7 +59,7 @@ def clean(shm: Path = SHM) -> tuple[int, int]:
         names = os.listdir(shm)
     except OSError:
         return 0, 0
-    held, now = locked_files(), time.time()
+    held, now = flock_holders(), time.time()
     count = freed = 0
     for name in names:
         if not (name.endswith("_el") and SEGMENT.fullmatch(name[:-3])):

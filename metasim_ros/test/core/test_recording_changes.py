@@ -19,6 +19,7 @@ from metasim_ros.core.control.goals import SUCCESSFUL, TrajectoryGoal
 from metasim_ros.core.control.interpolation import Waypoints
 from metasim_ros.core.recording.offline import verify_episode
 from metasim_ros.core.recording.session import Recording
+from metasim_ros.scenes import planar_base_scene_path
 
 ARM = [f"panda_joint{i}" for i in range(1, 8)]
 BATCH = 20  # steps per batch, as the physics loop takes them
@@ -120,5 +121,26 @@ def test_rows_kept_while_stepping_replay_exactly(tmp_path: Path, case, envs, eve
     assert summary.closed and summary.steps == steps, summary.text()
     assert summary.rows == 1 + steps // every + (steps % every > 0), summary.text()
     replay = verify_episode(folder)  # steps plainly, compares every row's whole state
+    assert replay.divergence is None, replay.divergence
+    assert replay.compared == summary.rows - 1
+
+
+@pytest.mark.parametrize("every", [1, 3])
+def test_rows_of_a_steered_base_replay_exactly(tmp_path: Path, every):
+    """A base without actuators is steered before every step: a recording's rows step it
+    so too (they took plain mj_step runs once, and the base stood still)."""
+    h = MujocoHandler(planar_base_scene_path())
+    folder = tmp_path / "episode"
+    folder.mkdir()
+    rec = Recording(folder, h, [], every=every)
+    h.drive_base([0.4, 0.0, 0.0, 0.0, 0.0, 0.8], 0.0)
+    start = h.synced_data(0).qpos.copy()
+    for n in (BATCH, 7, 1, 8 * BATCH):
+        rec.advance(h, n)
+    moved = float(np.abs(h.synced_data(0).qpos - start).max())
+    rec.finish_under_lock(h)
+    summary = rec.close()
+    assert moved > 0.01, "the base stood still while recorded"
+    replay = verify_episode(folder)
     assert replay.divergence is None, replay.divergence
     assert replay.compared == summary.rows - 1

@@ -21,32 +21,17 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from metasim_ros.core.fastdds_shm import SHM, flock_holders
+
 #: The words a timeout message carries when the fault was seen (pytest.ini matches them).
 FAULT = "Fast DDS shared-memory port fault"
 #: What Fast DDS logs when it meets the fault.
 SIGNATURE = "RTPS_TRANSPORT_SHM Error"
-SHM = Path("/dev/shm")
 #: The node processes started and not stopped yet (conftest.SimProcess adds and removes
 #: itself): their output shows the fault.
 RUNNING: list[Any] = []
 #: RTPS's port mapping: every port of domain d lies in [7400 + 250 d, 7400 + 250 (d + 1)).
 PORT_BASE, DOMAIN_GAIN = 7400, 250
-
-
-def _flock_holders() -> dict[int, list[int]]:
-    """inode -> pids holding a flock on it (from /proc/locks)."""
-    holders: dict[int, list[int]] = {}
-    try:
-        lines = Path("/proc/locks").read_text().splitlines()
-    except OSError:
-        return holders
-    for line in lines:
-        fields = line.split()
-        if "FLOCK" in fields and len(fields) > 5:
-            pid, where = fields[4], fields[5]
-            if pid.isdigit():
-                holders.setdefault(int(where.rsplit(":", 1)[-1]), []).append(int(pid))
-    return holders
 
 
 def _command(pid: int) -> str:
@@ -59,17 +44,18 @@ def _command(pid: int) -> str:
 def broken_ports(domain: int) -> list[str]:
     """Ports of `domain` whose lock a live process holds while their segment is gone."""
     first = PORT_BASE + DOMAIN_GAIN * domain
-    holders = _flock_holders()
+    holders = flock_holders()
     found = []
     for port in range(first, first + DOMAIN_GAIN):
         lock = SHM / f"fastdds_port{port}_el"
         try:
-            inode = lock.stat().st_ino
+            info = lock.stat()
         except OSError:
             continue
-        if (SHM / f"fastdds_port{port}").exists() or inode not in holders:
+        file = (info.st_dev, info.st_ino)
+        if (SHM / f"fastdds_port{port}").exists() or file not in holders:
             continue
-        who = ", ".join(f"pid {p} ({_command(p)})" for p in holders[inode])
+        who = ", ".join(f"pid {p} ({_command(p)})" for p in holders[file])
         found.append(f"fastdds_port{port}: lock held by {who}, segment gone")
     return found
 

@@ -14,6 +14,7 @@ is recorded and snapshotted like the actuated one."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 
@@ -176,15 +177,11 @@ def mujoco_base(before: int, driven: int, after: int) -> dict[str, tuple[float, 
     }
 
 
-def test_the_base_stops_when_its_commands_stop(start_node, client, tmp_path):
-    start_node(
-        {
-            "scene": mobile_base_scene_path(),
-            "paused": True,
-            "cmd_vel_timeout": TIMEOUT,
-            "recordings_dir": str(tmp_path),
-        }
-    ).wait_serving(client)
+def recorded_drive(start_node, client, params: dict) -> tuple[Base, Any, float]:
+    """The node paused with `params`, recording episode 'ep', the base commanded at
+    (FORWARD, TURN) and stepped one step at a time until it moves (the command came in
+    before that step began): (the base, the cmd_vel publisher, the sim time then)."""
+    start_node({"paused": True, **params}).wait_serving(client)
     base = Base(client)
     res = client.call(
         StartRecording, "/sim_node/start_recording", StartRecording.Request(folder="ep")
@@ -194,11 +191,23 @@ def test_the_base_stops_when_its_commands_stop(start_node, client, tmp_path):
     # the node's input and the recording's tap
     client.spin_until(lambda: pub.get_subscription_count() >= 2, 20.0, "the cmd_vel topic")
     pub.publish(twist(FORWARD, TURN))
-    # one step at a time until the base moves: the command came in before that step began
     t = 0.0
     while base.joints()["base_yaw"][1] == 0.0:
         assert t < 10.0, "the base never moved"
         t = base.step(1)
+    return base, pub, t
+
+
+def test_the_base_stops_when_its_commands_stop(start_node, client, tmp_path):
+    base, pub, t = recorded_drive(
+        start_node,
+        client,
+        {
+            "scene": mobile_base_scene_path(),
+            "cmd_vel_timeout": TIMEOUT,
+            "recordings_dir": str(tmp_path),
+        },
+    )
     m = mujoco.MjModel.from_xml_path(mobile_base_scene_path())
     dt = m.opt.timestep
     before = round(t / dt) - 1
@@ -300,27 +309,16 @@ def test_a_base_without_actuators_is_recorded_and_snapshotted(start_node, client
     """The velocity-controlled base's command is part of the state: a recording replays
     it bit for bit (no divergence, the same final state), and a snapshot saved while it
     drives, loaded after another command, continues as the uninterrupted run did."""
-    start_node(
+    base, pub, _ = recorded_drive(
+        start_node,
+        client,
         {
             "scene": planar_base_scene_path(),
-            "paused": True,
             "cmd_vel_timeout": 0.0,
             "recordings_dir": str(tmp_path),
             "snapshot_dir": str(tmp_path),
-        }
-    ).wait_serving(client)
-    base = Base(client)
-    res = client.call(
-        StartRecording, "/sim_node/start_recording", StartRecording.Request(folder="ep")
+        },
     )
-    assert res.success, res.message
-    pub = client.node.create_publisher(Twist, "/cmd_vel", 10)
-    client.spin_until(lambda: pub.get_subscription_count() >= 2, 20.0, "the cmd_vel topic")
-    pub.publish(twist(FORWARD, TURN))
-    t = 0.0
-    while base.joints()["base_yaw"][1] == 0.0:
-        assert t < 10.0, "the base never moved"
-        t = base.step(1)
     base.step(300)
     final = client.call(GetStates, "/sim_node/get_states", GetStates.Request()).states
     res = client.call(Trigger, "/sim_node/stop_recording", Trigger.Request())

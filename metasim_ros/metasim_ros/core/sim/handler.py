@@ -839,11 +839,12 @@ class MujocoHandler:
         this way at the cost of a state copy, not of a call into the handler per row.
         `sample` runs on the thread that steps the env (a pool thread too)."""
 
-        m, controls = self._model, self._controls
+        m, controls, steers = self._model, self._controls, self._base.steers
 
         def run(e: int, d: mujoco.MjData) -> None:
-            # no law to run, nothing to end: _step_env would be mj_step alone
-            plain = not controls.stepping[e] and not controls.moving(e)
+            # no law to run, no base to steer, nothing to end: _step_env would be mj_step
+            # alone
+            plain = not controls.stepping[e] and not steers and not controls.moving(e)
             taken = row = 0
             while taken < n:
                 k = min(n - taken, every - (done + taken) % every)
