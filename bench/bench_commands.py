@@ -66,7 +66,7 @@ def core_ratio() -> None:
             h.reset()
             idle.append(rate())
             goal = TrajectoryGoal(ARM, Waypoints(times, p, v))
-            h.trajectories.start("franka", goal, h.sim_time())
+            h.start_trajectory("franka", goal)
             busy.append(rate())
         print(
             f"core: handler.step {np.mean(idle):,.0f} steps per CPU s idle, "
