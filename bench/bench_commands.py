@@ -34,8 +34,8 @@ ARM = [f"panda_joint{i}" for i in range(1, 8)]
 POINTS, SPACING = 400, 0.5  # a 200 s (sim) trajectory: still running when measured
 
 
-def waypoints(home: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    times = SPACING * np.arange(1, POINTS + 1)
+def waypoints(home: np.ndarray, points: int = POINTS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    times = SPACING * np.arange(1, points + 1)
     phase = np.sin(times)[:, None] * 0.2
     return times, home + phase, np.cos(times)[:, None] * 0.2 * np.ones(7)
 
@@ -66,7 +66,7 @@ def core_ratio() -> None:
             h.reset()
             idle.append(rate())
             goal = TrajectoryGoal(ARM, Waypoints(times, p, v))
-            h.trajectories.start("franka", goal, h.sim_time())
+            h.start_trajectory("franka", goal)
             busy.append(rate())
         print(
             f"core: handler.step {np.mean(idle):,.0f} steps per CPU s idle, "
@@ -83,19 +83,12 @@ def cpu_rate(probe: Probe, node: psutil.Process, timestep: float) -> float:
     return (probe.clock - c0) / timestep / (sum(node.cpu_times()[:2]) - cpu0)
 
 
-def node_ratio(probe: Probe, node: psutil.Process, timestep: float) -> None:
-    """Steps per CPU second of a node at rtf 0 with a trajectory executing / idle."""
-    action = ActionClient(
-        probe.node, FollowJointTrajectory, "/franka_controller/follow_joint_trajectory"
-    )
-    stop = probe.node.create_publisher(JointTrajectory, "/sim_node/joint_trajectory", 10)
-    end = time.monotonic() + 30
-    while not action.server_is_ready():
-        assert time.monotonic() < end, "no action server"
-        rclpy.spin_once(probe.node, timeout_sec=0.05)
+def holding_goal(points: int = POINTS) -> FollowJointTrajectory.Goal:
+    """An arm trajectory (points x 0.5 s of sim time) through the home pose: the physics
+    stays the same."""
     home = mujoco.MjModel.from_xml_path(default_scene_path()).key("home").qpos[:7]
-    times, pos, vel = waypoints(home)
-    pos, vel = home + 0 * pos, 0 * vel  # through the home pose: the physics stays the same
+    times, pos, vel = waypoints(home, points)
+    pos, vel = home + 0 * pos, 0 * vel
     goal = FollowJointTrajectory.Goal()
     goal.trajectory = JointTrajectory(joint_names=ARM)
     for t, p, v in zip(times, pos, vel):
@@ -106,6 +99,20 @@ def node_ratio(probe: Probe, node: psutil.Process, timestep: float) -> None:
                 time_from_start=Duration(sec=int(t), nanosec=int((t % 1) * 1e9)),
             )
         )
+    return goal
+
+
+def node_ratio(probe: Probe, node: psutil.Process, timestep: float) -> None:
+    """Steps per CPU second of a node at rtf 0 with a trajectory executing / idle."""
+    action = ActionClient(
+        probe.node, FollowJointTrajectory, "/franka_controller/follow_joint_trajectory"
+    )
+    stop = probe.node.create_publisher(JointTrajectory, "/sim_node/joint_trajectory", 10)
+    end = time.monotonic() + 30
+    while not action.server_is_ready():
+        assert time.monotonic() < end, "no action server"
+        rclpy.spin_once(probe.node, timeout_sec=0.05)
+    goal = holding_goal()
     idle, busy = [], []
     for _ in range(3):
         stop.publish(JointTrajectory(joint_names=ARM))  # no points: stop

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).parent))
 import domain  # noqa: E402,F401  (a ROS domain of this run's own)
@@ -41,27 +42,37 @@ WINDOW = 3.0  # seconds of wall time per rate measurement
 SENSOR_SCENE = Path(__file__).parents[1] / "metasim_ros/test/scenes/sensors.xml"
 
 
-def raw_steps_per_second(seconds: float = 2.0) -> float:
+def raw_steps_per_second(
+    seconds: float = 2.0, clock: Callable[[], float] = time.perf_counter
+) -> float:
+    """mj_step of the default scene per second of `clock` (time.thread_time: per CPU
+    second of this thread, whatever else the machine runs)."""
     m = mujoco.MjModel.from_xml_path(default_scene_path())
     d = mujoco.MjData(m)
     mujoco.mj_resetDataKeyframe(m, d, 0)
-    n, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
+    n, t0 = 0, clock()
+    while clock() - t0 < seconds:
         for _ in range(100):
             mujoco.mj_step(m, d)
         n += 100
-    return n / (time.perf_counter() - t0)
+    return n / (clock() - t0)
 
 
-def start_node(**params) -> subprocess.Popen:
-    script = next(
-        Path(p) / "lib/metasim_ros/sim_node"
-        for p in os.environ["AMENT_PREFIX_PATH"].split(":")
-        if (Path(p) / "lib/metasim_ros/sim_node").exists()
-    )
+#: the package of this checkout: the node the benches start runs its code
+PACKAGE = Path(__file__).resolve().parents[1] / "metasim_ros"
+
+
+def start_node(named_threads: bool = False, **params) -> subprocess.Popen:
+    """sim_node from this checkout (PYTHONPATH, as the README runs it from a source tree),
+    with `params`. named_threads: through thread_names.py, so that each Python thread's
+    name shows in /proc/<pid>/task/<tid>/comm (per-thread CPU, bench_everything.py)."""
     args = [a for k, v in params.items() for a in ("-p", f"{k}:={v}")]
+    wrapper = [str(Path(__file__).with_name("thread_names.py"))] if named_threads else []
+    env = {**os.environ, "PYTHONPATH": f"{PACKAGE}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     return subprocess.Popen(
-        [sys.executable, str(script), "--ros-args", *args],
+        [sys.executable, *wrapper, "-m", "metasim_ros.ros.sim_node", "--ros-args", *args],
+        cwd=PACKAGE,
+        env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import numbers
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -891,6 +892,9 @@ class MujocoHandler:
     def _advance(self, e: int, d: mujoco.MjData, c: ControlState, n: int) -> None:
         """n physics steps of env e, in runs that end exactly where a wrench or the base's
         velocity command ends."""
+        if c.wrench_next == math.inf and c.base_until == math.inf:  # nothing ends: one run
+            self._advance_env(e, d, c, n)
+            return
         wrenches, base, left = self._wrenches, self._base, n
         while left > 0:
             wrenches.expire(c, d)

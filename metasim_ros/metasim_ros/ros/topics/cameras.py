@@ -71,6 +71,8 @@ from metasim_ros.ros.qos import IMAGE_QOS, LATCHED_QOS
 _NO_DATA = array("B")
 #: Seconds a ~/<camera>/capture call waits for its render before it is refused.
 CAPTURE_TIMEOUT = 30.0
+#: Least rest of the camera thread after a frame, in periods of the camera (next_frame_due).
+FRAME_REST = 0.25
 #: Longest wait of the camera thread: it looks for a new model at least this often.
 _IDLE = 1.0
 
@@ -79,6 +81,15 @@ RGB, DEPTH, INFO, POINTS, JPEG, CDEPTH, SEG = range(7)
 _NEEDS_RGB = (RGB, POINTS, JPEG)
 _NEEDS_DEPTH = (DEPTH, POINTS, CDEPTH)
 _IMAGES = (RGB, DEPTH, POINTS, JPEG, CDEPTH, SEG)
+
+
+def next_frame_due(due: float, period: float, done: float) -> float:
+    """When a camera's next frame is due, its frame due at `due` having gone out at `done`:
+    a period after `due` (the camera's rate, however long the frame took), but never
+    sooner than a quarter period after `done` (a frame slower than 3/4 of a period: the
+    thread rests between frames, so rendering never takes all of a core, and a camera late
+    by many periods starts afresh instead of catching up in a burst)."""
+    return max(due + period, done + period * FRAME_REST)
 
 
 class _Frame:
@@ -494,9 +505,8 @@ class CameraStreamer:
             self._refuse_captures("camera rendering stopped")
 
     def _tick(self) -> None:
-        """Publish what is read now of the cameras that are due; free what nobody reads.
-        A camera's next frame is a period after this one went out (rendering takes a
-        period's share, never all of it, however slow the machine)."""
+        """Publish what is read now of the cameras that are due (the next frame of each:
+        next_frame_due); free what nobody reads."""
         read = {id(t): t.pubs.readers() for t in self._topics}
         due = [t for t in self._topics if t.enabled and t.due <= time.monotonic()]
         wanted = [(t, read[id(t)]) for t in due if any(read[id(t)])]
@@ -504,7 +514,7 @@ class CameraStreamer:
             self._publish(wanted)
         done = time.monotonic()
         for t in due:
-            t.due = done + t.period
+            t.due = next_frame_due(t.due, t.period, done)
         if not any(r[i] for r in read.values() for i in _IMAGES):
             self._release()
         for pubs in self._pubs.values():
