@@ -198,6 +198,18 @@ def recorded_drive(start_node, client, params: dict) -> tuple[Base, Any, float]:
     return base, pub, t
 
 
+def assert_replays(client, base: Base, final) -> None:
+    """Episode 'ep' replayed whole: no divergence, and the final state is `final`."""
+    res = client.call(
+        Replay, "/sim_node/replay", Replay.Request(folder="ep", from_step=0, to_step=0)
+    )
+    assert res.success, res.message
+    base.step(int(res.steps))
+    text = client.call(Trigger, "/sim_node/status", Trigger.Request()).message
+    assert "DIVERGED" not in text and "finished" in text, text
+    assert client.call(GetStates, "/sim_node/get_states", GetStates.Request()).states == final
+
+
 def test_the_base_stops_when_its_commands_stop(start_node, client, tmp_path):
     base, pub, t = recorded_drive(
         start_node,
@@ -231,14 +243,7 @@ def test_the_base_stops_when_its_commands_stop(start_node, client, tmp_path):
         topics = {c.topic: c for c in bag.connections}
         sent = [d for _, _, d in bag.messages([topics["/cmd_vel"]])]
     assert [deserialize_message(bytes(d), Twist) for d in sent] == [twist(FORWARD, TURN)]
-    res = client.call(
-        Replay, "/sim_node/replay", Replay.Request(folder="ep", from_step=0, to_step=0)
-    )
-    assert res.success, res.message
-    base.step(int(res.steps))
-    text = client.call(Trigger, "/sim_node/status", Trigger.Request()).message
-    assert "DIVERGED" not in text and "finished" in text, text
-    assert client.call(GetStates, "/sim_node/get_states", GetStates.Request()).states == final
+    assert_replays(client, base, final)
 
 
 def _unicycle(x: float, y: float, yaw: float, vx: float, wz: float, dt: float, n: int):
@@ -323,14 +328,7 @@ def test_a_base_without_actuators_is_recorded_and_snapshotted(start_node, client
     final = client.call(GetStates, "/sim_node/get_states", GetStates.Request()).states
     res = client.call(Trigger, "/sim_node/stop_recording", Trigger.Request())
     assert res.success, res.message
-    res = client.call(
-        Replay, "/sim_node/replay", Replay.Request(folder="ep", from_step=0, to_step=0)
-    )
-    assert res.success, res.message
-    base.step(int(res.steps))
-    text = client.call(Trigger, "/sim_node/status", Trigger.Request()).message
-    assert "DIVERGED" not in text and "finished" in text, text
-    assert client.call(GetStates, "/sim_node/get_states", GetStates.Request()).states == final
+    assert_replays(client, base, final)
     # a snapshot while it drives; another command; the load continues the first run
     res = client.call(SaveSnapshot, "/sim_node/save_snapshot", SaveSnapshot.Request(path="b.h5"))
     assert res.success, res.message
