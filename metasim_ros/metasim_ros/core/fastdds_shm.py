@@ -31,8 +31,9 @@ SHM = Path("/dev/shm")
 #: A data segment's name (the lock file adds `_el`).
 SEGMENT = re.compile(r"fastdds_[0-9a-f]{16}")
 #: A lock file younger than this is left alone (seconds): Fast DDS creates the file, then
-#: locks it.
-MIN_AGE = 2.0
+#: locks it (microseconds apart); a node killed at once after its start is older than this
+#: by the time the next node cleans.
+MIN_AGE = 0.5
 
 
 def flock_holders() -> dict[tuple[int, int], list[int]]:

@@ -445,6 +445,7 @@ def test_per_env_streams_go_out_a_few_envs_per_tick(tmp_path, client):
         node.shutdown()
         node.destroy_node()
         rclpy.try_shutdown(context=context)
+        context.destroy()  # its participant leaves now, not at some later collection
     assert max(map(len, per_tick)) == ENVS_PER_HOLD
 
 
@@ -459,9 +460,20 @@ def test_a_recording_keeps_each_env_s_commands(start_node, client, tmp_path):
         StartRecording, "/sim_node/start_recording", StartRecording.Request(folder="ep")
     )
     assert res.success, res.message
-    pub = client.node.create_publisher(JointState, "/env_1/joint_command", 10)
-    try:  # the node's input and the recording's tap
-        client.spin_until(lambda: pub.get_subscription_count() >= 2, 20.0, "both readers")
+    topic = "/env_1/joint_command"
+    pub = client.node.create_publisher(JointState, topic, 10)
+
+    def tapped() -> bool:
+        """The node's input and the recording's tap (on the fast node) listed, and every
+        reader the graph lists matched (a count of two can be met before the tap matches,
+        by a reader an earlier node left in the graph)."""
+        readers = client.node.get_subscriptions_info_by_topic(topic)
+        names = {i.node_name for i in readers}
+        matched = pub.get_subscription_count() >= len(readers)
+        return {"sim_node", "sim_node_states"} <= names and matched
+
+    try:
+        client.spin_until(tapped, 20.0, "the node's input and the recording's tap")
         pub.publish(JointState(name=["panda_joint1"], position=[0.3]))
         wait_target(client, 1, "franka", "panda_joint1", 0.3)
     finally:
