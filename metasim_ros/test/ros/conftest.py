@@ -25,7 +25,7 @@ from rclpy.node import Node  # noqa: E402
 from rclpy.qos import QoSProfile  # noqa: E402
 from rclpy.signals import SignalHandlerOptions  # noqa: E402
 
-from dds_faults import RUNNING, transport_fault  # noqa: E402
+from dds_faults import RUNNING, transport_fault, unheard_note  # noqa: E402
 from domains import DOMAINS, choose_domain, try_lock  # noqa: E402
 from subprocess_env import with_pythonpath  # noqa: E402
 
@@ -150,20 +150,32 @@ class Client:
         self.executor = SingleThreadedExecutor(context=context)
         self.executor.add_node(self.node)
 
-    def spin_until(self, done: Callable[[], bool], timeout: float, what: str) -> None:
+    def spin_until(
+        self,
+        done: Callable[[], bool],
+        timeout: float,
+        what: str,
+        detail: Callable[[], str] = str,
+    ) -> None:
+        """detail: more words for the timeout message, taken at the timeout."""
         deadline = time.monotonic() + timeout
         while not done():
             if time.monotonic() > deadline:
                 raise AssertionError(
-                    f"timed out after {timeout}s waiting for {what}{transport_fault()}"
+                    f"timed out after {timeout}s waiting for {what}{detail()}{transport_fault()}"
                 )
             self.executor.spin_once(timeout_sec=0.05)
 
     def graph(self, service: str) -> str:
-        """What this process sees of a service and the nodes, for a call that got no reply."""
-        return (
-            f"{self.node.count_services(service)} server(s) of it seen; nodes seen: "
-            f"{sorted(self.node.get_fully_qualified_node_names())}"
+        """What this process sees of a service and the nodes, for a call that got no reply
+        (and the transport fault when a server is listed but no other process's node)."""
+        servers, names = (
+            self.node.count_services(service),
+            self.node.get_fully_qualified_node_names(),
+        )
+        others = [n for n in names if n != self.node.get_fully_qualified_name()]
+        return f" ({servers} server(s) of it seen; nodes seen: {sorted(names)})" + unheard_note(
+            servers, others
         )
 
     def wait_for_message(
@@ -205,7 +217,7 @@ class Client:
         try:
             self.spin_until(lambda: client.service_is_ready(), timeout, f"service {name}")
             future = client.call_async(request)
-            self.spin_until(future.done, timeout, f"response from {name} ({self.graph(name)})")
+            self.spin_until(future.done, timeout, f"response from {name}", lambda: self.graph(name))
             return future.result()
         finally:
             self.node.destroy_client(client)

@@ -1,6 +1,6 @@
 # Copyright 2026 metasim_ros developers
 # SPDX-License-Identifier: Apache-2.0
-"""Telling Fast DDS's shared-memory port fault from a failure of the node.
+"""Telling a DDS transport fault from a failure of the node.
 
 Under load, Fast DDS's shared-memory transport can leave a port whose lock file is held
 by a live participant while the port's segment is gone (a process that held the port's
@@ -9,9 +9,15 @@ eProsima/Fast-DDS#5737 and #6117, both open). Every message sent to that port is
 without an error, so a test then times out waiting for a reply the node did send. The
 processes involved log `RTPS_TRANSPORT_SHM Error ... open_and_lock_file failed`.
 
-A test's timeout message names the fault when it is seen (`fault_note`), so the run can
-tell it from a product failure: pytest.ini reruns a test once when its failure message
-says FAULT, and only then. Reading /proc/locks and /dev/shm changes nothing.
+A second sign, whatever the cause: a reply that never came from a server the client's
+graph lists while no node of another process is listed - the nodes' names travel as data
+(rmw's discovery info), so none of the node's data reached the client (seen once on a
+quiet machine: a ~/step reply and the node's names missing for 20 s, no Fast DDS error).
+
+A test's timeout message names the fault when it is seen (`fault_note`, `unheard_note`),
+so the run can tell it from a product failure: pytest.ini reruns a test once when its
+failure message says FAULT, and only then. Reading /proc/locks and /dev/shm changes
+nothing.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from typing import Any
 from metasim_ros.core.fastdds_shm import SHM, flock_holders
 
 #: The words a timeout message carries when the fault was seen (pytest.ini matches them).
-FAULT = "Fast DDS shared-memory port fault"
+FAULT = "DDS transport fault"
 #: What Fast DDS logs when it meets the fault.
 SIGNATURE = "RTPS_TRANSPORT_SHM Error"
 #: The node processes started and not stopped yet (conftest.SimProcess adds and removes
@@ -74,7 +80,20 @@ def fault_note(outputs: Iterable[str], domain: int | None = None) -> str:
     seen = list(ports)
     if logged:
         seen.append(f"{len(logged)} distinct Fast DDS error line(s), e.g. {logged[0][-160:]}")
-    return f"; {FAULT} (eProsima/Fast-DDS#5737) seen meanwhile: " + "; ".join(seen)
+    return f"; {FAULT} (Fast DDS shared memory, eProsima/Fast-DDS#5737) seen meanwhile: " + (
+        "; ".join(seen)
+    )
+
+
+def unheard_note(servers: int, other_nodes: list[str]) -> str:
+    """'' unless a server is listed and no node of another process is: then '; ' and a
+    sentence starting with FAULT."""
+    if servers == 0 or other_nodes:
+        return ""
+    return (
+        f"; {FAULT}: {servers} server(s) listed but no node of another process (their "
+        "names, sent as data, never arrived)"
+    )
 
 
 def transport_fault() -> str:

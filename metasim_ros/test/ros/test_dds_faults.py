@@ -12,7 +12,15 @@ import sys
 
 import pytest
 
-from dds_faults import DOMAIN_GAIN, FAULT, PORT_BASE, SHM, broken_ports, fault_note
+from dds_faults import (
+    DOMAIN_GAIN,
+    FAULT,
+    PORT_BASE,
+    SHM,
+    broken_ports,
+    fault_note,
+    unheard_note,
+)
 
 DOMAIN = 240  # ports 67400..67649: beyond any real UDP or shared-memory port
 PORT = PORT_BASE + DOMAIN_GAIN * DOMAIN + 13
@@ -63,3 +71,10 @@ def test_the_error_lines_of_fast_dds_are_named_and_nothing_else():
     note = fault_note(["[INFO] simulating\n" + line, line], DOMAIN)
     assert note.startswith(f"; {FAULT}") and "1 distinct Fast DDS error line" in note, note
     assert "open_and_lock_file failed" in note
+
+
+def test_a_server_listed_without_any_node_of_its_process_is_named():
+    assert unheard_note(0, []) == ""  # no server: nothing to say
+    assert unheard_note(1, ["/sim_node"]) == ""  # the node's data arrives
+    note = unheard_note(1, [])
+    assert note.startswith(f"; {FAULT}") and "never arrived" in note, note

@@ -99,8 +99,8 @@ class Watch:
             self.client.spin_until(
                 pending[2].done,
                 20.0,
-                f"the last poll ({kind}, sent {sent:.2f} s into the watch; "
-                f"{self.client.graph(f'{NODE}/{kind}')})",
+                f"the last poll ({kind}, sent {sent:.2f} s into the watch)",
+                lambda: self.client.graph(f"{NODE}/{kind}"),
             )
             self.replies[pending[0]].append(time.monotonic() - pending[1])
         return start, time.monotonic()
