@@ -38,7 +38,7 @@ import numpy as np
 import rclpy
 from bench_commands import holding_goal
 from bench_node import Probe, _set_parameters, raw_steps_per_second, start_node, stop_node
-from bench_perception import rate
+from bench_perception import default_camera, rate
 from control_msgs.action import FollowJointTrajectory
 from metasim_msgs.msg import Contacts, SensorReadings, WorldState
 from metasim_msgs.srv import GetStates
@@ -51,7 +51,6 @@ from tf2_msgs.msg import TFMessage
 from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import MarkerArray
 
-from metasim_ros.core.scene.cameras import CameraRenderer
 from metasim_ros.scenes import default_scene_path
 
 CAM = "/sim_node/camera0"
@@ -229,17 +228,17 @@ def physics(rounds: int, seconds: float) -> None:
         "  what each stream costs the physics (without it / everything on, paired; per wall "
         "second, per CPU second of the physics thread):"
     )
-    for name in configs:
-        if name.startswith("-"):
-            wall = np.median([a / b for a, b in zip(rates[name], rates["all"])])
-            by_cpu = np.median([a / b for a, b in zip(per_cpu[name], per_cpu["all"])])
-            print(f"    {name[1:]:>12}: x{wall:.3f}, x{by_cpu:.3f}")
+
+    def paired(sign: str, reference: str) -> None:
+        for name in configs:
+            if name.startswith(sign):
+                wall = np.median([a / b for a, b in zip(rates[name], rates[reference])])
+                by_cpu = np.median([a / b for a, b in zip(per_cpu[name], per_cpu[reference])])
+                print(f"    {name[1:]:>12}: x{wall:.3f}, x{by_cpu:.3f}")
+
+    paired("-", "all")
     print("  each stream alone (with it alone / everything off, paired; wall, per CPU):")
-    for name in configs:
-        if name.startswith("+"):
-            wall = np.median([a / b for a, b in zip(rates[name], rates["quiet"])])
-            by_cpu = np.median([a / b for a, b in zip(per_cpu[name], per_cpu["quiet"])])
-            print(f"    {name[1:]:>12}: x{wall:.3f}, x{by_cpu:.3f}")
+    paired("+", "quiet")
     print("  CPU per wall second of the node's threads (everything on / off; medians):")
     names = sorted({k for t in ticks["all"] + ticks["quiet"] for k in t})
     for thread in names:
@@ -264,11 +263,7 @@ def frame_costs(seconds: float) -> None:
     render (MuJoCo + GL, pixels read), the depth conversion (reverse-Z buffer to metres,
     numpy in place), and the publish of each image (rclpy: serialize, hand to DDS) with a
     reader in this process."""
-    model = mujoco.MjModel.from_xml_path(default_scene_path())
-    data = mujoco.MjData(model)
-    mujoco.mj_forward(model, data)
-    renderer = CameraRenderer(model, [(W, H)], fast=True)
-    rgb, depth = renderer.render(data, 0, W, H)
+    model, data, renderer, rgb, depth = default_camera()
     both = rate(lambda: renderer.render_into(data, 0, rgb, depth), seconds)
     only_rgb = rate(lambda: renderer.render_into(data, 0, rgb, None), seconds)
     raw = np.ones((H, W), np.float32)

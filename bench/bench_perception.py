@@ -55,12 +55,19 @@ def rate(work: Callable[[], object], seconds: float) -> float:
     return n / elapsed
 
 
-def main(seconds: float) -> None:
+def default_camera() -> tuple:
+    """The default scene's first camera at W x H, rendered once: (model, data, renderer, rgb,
+    depth), the images the renderer fills again."""
     model = mujoco.MjModel.from_xml_path(default_scene_path())
     data = mujoco.MjData(model)
     mujoco.mj_forward(model, data)
     renderer = CameraRenderer(model, [(W, H)], fast=True)
     rgb, depth = renderer.render(data, 0, W, H)
+    return model, data, renderer, rgb, depth
+
+
+def main(seconds: float) -> None:
+    model, data, renderer, rgb, depth = default_camera()
     fps = rate(lambda: renderer.render_into(data, 0, rgb, depth), seconds)
     print(f"render rgb+depth {W}x{H}: {fps:.0f} fps ({1e3 / fps:.1f} ms)")
     renderer.close()

@@ -81,6 +81,14 @@ class Base:
         raise AssertionError("the base never moved")
 
 
+def refused(client, node, pub, command: Twist, field: str) -> None:
+    """Send a command with a NaN in `field`; wait for the node's line refusing it."""
+    pub.publish(command)
+    client.spin_until(
+        lambda: f"{field}: nan is not finite" in node.output_so_far(), 10.0, "the refusal"
+    )
+
+
 def test_cmd_vel_drives_the_base_and_odometry_follows_it(start_node, client):
     # the command holds (no timeout): the base's steady state is measured
     params = {"scene": mobile_base_scene_path(), "paused": True, "cmd_vel_timeout": 0.0}
@@ -127,12 +135,7 @@ def test_cmd_vel_drives_the_base_and_odometry_follows_it(start_node, client):
     assert to_base.header.frame_id == "odom"
     assert to_base.transform.translation.x == pytest.approx(p.x, abs=1e-12)
     # a non-finite command is refused whole: the base goes on as it was told before
-    pub.publish(Twist(linear=Vector3(x=0.0), angular=Vector3(z=math.nan)))
-    client.spin_until(
-        lambda: "cmd_vel.angular.z: nan is not finite" in node.output_so_far(),
-        10.0,
-        "the refusal",
-    )
+    refused(client, node, pub, Twist(angular=Vector3(z=math.nan)), "cmd_vel.angular.z")
     t = base.step(200)
     odom = base.odometry_at(t)
     assert odom.twist.twist.linear.x == pytest.approx(FORWARD, abs=0.01)
@@ -290,12 +293,7 @@ def test_a_base_without_actuators_follows_cmd_vel_as_its_integral(start_node, cl
     expected = (FORWARD * math.cos(turned), -FORWARD * math.sin(turned), TURN)
     assert (lin.x, lin.y, ang.z) == pytest.approx(expected, abs=1e-9)
     # a non-finite command is refused whole: the base goes on as it was told before
-    pub.publish(Twist(linear=Vector3(x=math.nan), angular=Vector3(z=0.0)))
-    client.spin_until(
-        lambda: "cmd_vel.linear.x: nan is not finite" in node.output_so_far(),
-        10.0,
-        "the refusal",
-    )
+    refused(client, node, pub, Twist(linear=Vector3(x=math.nan)), "cmd_vel.linear.x")
     t = base.step(100)
     odom = base.odometry_at(t)
     p = odom.pose.pose.position
