@@ -21,6 +21,7 @@ The layout holds no state: the values live in core/control/state.py, per env.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import mujoco
 import numpy as np
@@ -116,6 +117,24 @@ class BallDrives:
         self.index = {n: b for b, n in enumerate(self.names)}
 
 
+@dataclass(frozen=True)
+class CtrlTargets:
+    """Target indices sorted by what drives them, with what their ctrl needs
+    (`ControlLayout.ctrl_targets`): worked out once for a set written again and again."""
+
+    servos: np.ndarray
+    servo_act: np.ndarray
+    servo_gear: np.ndarray
+    servo_ratio: np.ndarray
+    velocity: np.ndarray
+    velocity_act: np.ndarray
+    velocity_gear: np.ndarray
+    motors: np.ndarray  # their ctrl is written in effort mode only
+
+
+_NONE = np.zeros(0, dtype=np.intp)
+
+
 class ControlLayout:
     """Which robot joints take targets and commands, what drives each, and where their
     values sit in MjData; built once per model."""
@@ -192,6 +211,17 @@ class ControlLayout:
     def empty(self) -> bool:
         """No joint takes targets: the control state holds nothing but applied wrenches."""
         return not self.names and not self.balls.names
+
+    def ctrl_targets(self, changed: np.ndarray) -> CtrlTargets:
+        """Targets `changed` (indices) by kind; a kind the robots lack is not looked for
+        (a franka has servos only)."""
+        changed = np.asarray(changed, dtype=np.intp)
+        s = changed[self.is_servo[changed]] if len(self.servo_idx) else _NONE
+        v = changed[self.is_velocity[changed]] if len(self.velocity_idx) else _NONE
+        e = changed[self.is_motor[changed]] if len(self.motor_idx) else _NONE
+        return CtrlTargets(
+            s, self.act[s], self.gear[s], self.servo_ratio[s], v, self.act[v], self.gear[v], e
+        )
 
     def servo_ctrl(self, i: int | np.ndarray, pos: np.ndarray, vel: np.ndarray) -> np.ndarray:
         """ctrl of servo(s) `i` tracking targets `pos`, `vel` (arrays over every target)."""

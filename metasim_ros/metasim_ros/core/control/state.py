@@ -27,6 +27,8 @@ from metasim_ros.core.control.drives import (
     POSITION,
     VELOCITY,
     ControlLayout,
+    CtrlTargets,
+    servo_ctrl,
 )
 from metasim_ros.core.control.goals import INVALID_GOAL, TrajectoryRun
 from metasim_ros.core.control.laws import Gains, check_law, per_joint_gains
@@ -153,23 +155,25 @@ class Controls:
         mode = c.mode.tolist()
         return any(mode[i] == VELOCITY for i in self._servos)
 
-    def write_ctrl(self, env: int, data: mujoco.MjData, changed: np.ndarray) -> None:
+    def write_ctrl(self, env: int, data: mujoco.MjData, changed: np.ndarray | CtrlTargets) -> None:
         """ctrl of the servos, velocity actuators and effort-mode motors in `changed`
-        (target indices); motors in position/velocity mode get theirs every step."""
+        (target indices, or their `ControlLayout.ctrl_targets` when a caller keeps them);
+        motors in position/velocity mode get theirs every step."""
         lay, c = self.layout, self.envs[env]
-        changed = np.asarray(changed, dtype=np.intp)
-        if changed.size == 0:
+        if type(changed) is CtrlTargets:
+            t = changed
+        elif len(changed) == 0:
             return
-        # each kind at once: the same arithmetic per element as one joint at a time; a kind
-        # the robots lack is skipped (nothing to write: a franka has servos only)
-        if len(lay.servo_idx):
-            s = changed[lay.is_servo[changed]]
-            data.ctrl[lay.act[s]] = lay.servo_ctrl(s, c.pos, c.vel)
-        if len(lay.velocity_idx):
-            v = changed[lay.is_velocity[changed]]
-            data.ctrl[lay.act[v]] = lay.gear[v] * c.vel[v]
-        if len(lay.motor_idx):
-            e = changed[lay.is_motor[changed] & (c.mode[changed] == EFFORT)]
+        else:
+            t = lay.ctrl_targets(changed)
+        # each kind at once: the same arithmetic per element as one joint at a time
+        if t.servos.size:
+            s = t.servos
+            data.ctrl[t.servo_act] = servo_ctrl(t.servo_gear, t.servo_ratio, c.pos[s], c.vel[s])
+        if t.velocity.size:
+            data.ctrl[t.velocity_act] = t.velocity_gear * c.vel[t.velocity]
+        if t.motors.size:
+            e = t.motors[c.mode[t.motors] == EFFORT]
             data.ctrl[lay.act[e]] = lay.motor_scale[e] * c.effort[e]
 
     # -- the operations that replace a whole record -----------------------------------

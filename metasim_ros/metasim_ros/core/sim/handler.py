@@ -65,6 +65,7 @@ _UNSTABLE_TEXT = (
     "NaN, Inf or huge value in qvel",
     "NaN, Inf or huge value in qacc",
 )
+_INTS = frozenset((int,))
 
 
 @dataclass
@@ -663,9 +664,10 @@ class MujocoHandler:
             raise StateValidationError(
                 "env_ids", f"expected a list of ints, got {type(env_ids).__name__}"
             ) from None
-        if not all(isinstance(e, numbers.Integral) and not isinstance(e, bool) for e in ids):
-            raise StateValidationError("env_ids", f"{ids}: env ids must be ints")
-        ids = [int(e) for e in ids]
+        if not {*map(type, ids)} <= _INTS:  # plain ints (the common case) are taken as they are
+            if not all(isinstance(e, numbers.Integral) and not isinstance(e, bool) for e in ids):
+                raise StateValidationError("env_ids", f"{ids}: env ids must be ints")
+            ids = [int(e) for e in ids]
         bad = [e for e in ids if not 0 <= e < self.num_envs]
         if bad or len(set(ids)) != len(ids):
             raise StateValidationError(

@@ -27,6 +27,7 @@ next synced read runs the one mj_forward, as after a step).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,7 +35,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from metasim_ros.core.control.drives import POSITION
+from metasim_ros.core.control.drives import POSITION, CtrlTargets
 from metasim_ros.core.control.state import Controls
 from metasim_ros.core.errors import StateValidationError
 from metasim_ros.core.joint_kinds import BALL, KINDS, ONE_DOF_TYPES
@@ -70,8 +71,10 @@ class StateWrite:
     ball_pos_target: dict[int, np.ndarray] = field(default_factory=dict)  # quaternions
     ball_vel_target: dict[int, np.ndarray] = field(default_factory=dict)
     #: a compiled plan's targets, set at once: (position target indices, their values,
-    #: velocity target indices, their values, every index of either)
-    target_arrays: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+    #: velocity target indices, their values, every index of either, the same by kind)
+    target_arrays: (
+        tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, CtrlTargets] | None
+    ) = None
     # key, quantity, body row, value
     checks: list[tuple[str, str, int, np.ndarray]] = field(default_factory=list)
 
@@ -105,15 +108,16 @@ MAX_COMPILED = 256
 _FREE_ROOT = {"pos": 3, "rot": 4, "vel": 3, "ang_vel": 3}
 _JOINT_KEYS = frozenset(("dof_pos", "dof_vel", *TARGET_KEYS))
 _F64 = np.dtype(np.float64)
+_PLAIN = frozenset((float,))
 
 
-def _shape(state: Any) -> tuple | None:
+def _shape(state: Any) -> tuple[tuple, list] | None:
     """A request's shape: per model (section, name, keys, per key its joint names or its
-    number of values). None for what only the general path takes (not plain dicts,
-    cameras, unknown sections)."""
+    number of values); with it the request's values in that order. None for what only
+    the general path takes (not plain dicts, cameras, unknown sections)."""
     if type(state) is not dict:
         return None
-    shape = []
+    shape, raw = [], []
     for section, entries in state.items():
         if section not in ("objects", "robots") or type(entries) is not dict:
             return None
@@ -124,17 +128,21 @@ def _shape(state: Any) -> tuple | None:
             for k, v in entry.items():
                 if k in _JOINT_KEYS and type(v) is dict:
                     given.append(tuple(v))
+                    raw.extend(v.values())
                 elif k in _FREE_ROOT and type(v) in (list, tuple, np.ndarray):
                     given.append(len(v))
+                    raw.extend(v)
                 else:
                     return None
             shape.append((section, name, tuple(entry), tuple(given)))
-    return tuple(shape)
+    return tuple(shape), raw
 
 
-def _floats(values: list) -> list[float] | None:
-    """Plain floats from plain floats or float64 [1] arrays (what ROS requests carry);
+def _floats(values: list) -> np.ndarray | None:
+    """float64 values from plain floats or float64 [1] arrays (what ROS requests carry);
     None if any value is anything else (the general path converts or refuses it)."""
+    if {*map(type, values)} <= _PLAIN:  # floats only (the ROS path's): one C pass
+        return np.array(values, dtype=np.float64)
     out = []
     for v in values:
         if type(v) is float:
@@ -143,7 +151,7 @@ def _floats(values: list) -> list[float] | None:
             out.append(v.item())
         else:
             return None
-    return out
+    return np.array(out, dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -160,6 +168,7 @@ class _Compiled:
     vel_target: np.ndarray  # target indices (dof_vel_target)
     vel_target_src: np.ndarray
     targeted: np.ndarray  # every target index either sets (their ctrl is written)
+    ctrl: CtrlTargets  # the same, by kind
     quats: tuple[int, ...]  # offsets of free roots' rot (4 values each)
     ang_vels: tuple[tuple[int, ModelLayout], ...]  # offset of a free root's ang_vel
 
@@ -200,6 +209,15 @@ class StateWriter:
             for lay in reader.layouts
         }
         self._balls = {r: dict((n, b) for b, n in e) for r, e in targets.balls.by_robot.items()}
+        #: per free model: where its root's quaternion starts in qpos, its angular dofs in qvel
+        self._free_rot = {
+            lay.info.name: (
+                int(reader.free_qpos[lay.free_index, 3]),
+                int(reader.free_qvel[lay.free_index, 3]),
+            )
+            for lay in reader.layouts
+            if lay.info.free
+        }
         self._scratch = mujoco.MjData(model)
         self._scratch_gather = reader.bind(self._scratch)
         #: request shape -> its compiled plan, or None: that shape takes the general path
@@ -229,9 +247,10 @@ class StateWriter:
     def _plan_compiled(self, env: int, data: mujoco.MjData, state: Any) -> StateWrite | None:
         """The plan of a request of a compiled shape whose values all pass as they are;
         None: the general path plans it (and refuses what it must)."""
-        shape = _shape(state)
-        if shape is None:
+        walked = _shape(state)
+        if walked is None:
             return None
+        shape, raw = walked
         compiled = self._compiled.get(shape, False)
         if compiled is False:
             compiled = self._compile(shape)
@@ -239,20 +258,14 @@ class StateWriter:
                 self._compiled[shape] = compiled
         if compiled is None:
             return None
-        raw: list = []
-        for entries in state.values():
-            for entry in entries.values():
-                for v in entry.values():
-                    raw.extend(v.values() if type(v) is dict else v)
-        floats = _floats(raw)
-        if floats is None:
+        values = _floats(raw)
+        if values is None:
             return None
-        values = np.array(floats)
-        if not (np.abs(values) <= MAX_ABS_VALUE).all():  # also False for NaN
+        if values.size and not np.abs(values).max() <= MAX_ABS_VALUE:  # also for NaN
             return None
         for offset in compiled.quats:  # as_quat keeps a unit quaternion bit for bit
             q = values[offset : offset + 4]
-            if abs(float(np.sqrt(q @ q)) - 1.0) > RENORMALISE_ABOVE:
+            if abs(math.sqrt(q @ q) - 1.0) > RENORMALISE_ABOVE:  # sqrt: correctly rounded
                 return None
         plan = StateWrite(env, data)
         if len(compiled.qpos):
@@ -271,6 +284,7 @@ class StateWriter:
                 compiled.vel_target,
                 values[compiled.vel_target_src],
                 compiled.targeted,
+                compiled.ctrl,
             )
         return plan
 
@@ -336,6 +350,7 @@ class StateWriter:
                 else:
                     qvel += m.jnt_dofadr[ids].tolist()
                     qvel_src += src
+        targeted = np.array(sorted({*pos_target, *vel_target}), dtype=np.intp)
         return _Compiled(
             *(
                 np.array(a, dtype=np.intp)
@@ -348,9 +363,10 @@ class StateWriter:
                     pos_target_src,
                     vel_target,
                     vel_target_src,
-                    sorted({*pos_target, *vel_target}),
                 )
             ),
+            targeted,
+            layout.ctrl_targets(targeted),
             tuple(quats),
             tuple(ang_vels),
         )
@@ -437,24 +453,25 @@ class StateWriter:
         """A free root's world angular velocity `w` (checked values) into its body-local
         qvel, after the root's rot (if the plan sets it). Equal to the current one, with
         the rot unchanged, qvel stays as it is (get -> set is exact)."""
-        qa = self._reader.free_qpos[lay.free_index]
-        da = self._reader.free_qvel[lay.free_index]
+        q, v = self._free_rot[lay.info.name]
         data = plan.data
-        self._sync(plan.env)  # cvel below
-        quat = (data.qpos if plan.qpos is None else plan.qpos)[qa[3:]]
-        current = data.cvel[lay.info.root_body, :3]  # what get_states reports
-        if not ((quat == data.qpos[qa[3:]]).all() and (w == current).all()):  # same shapes
-            unit = quat / np.linalg.norm(quat)
-            rot = np.empty(9)
-            mujoco.mju_quat2Mat(rot, unit)
-            local = rot.reshape(3, 3).T @ w
-            if np.abs(local).max() > MAX_ABS_VALUE:  # each |w_i| <= MAX, not every rotation
-                raise StateValidationError(
-                    f"{key}.ang_vel",
-                    f"magnitude {np.linalg.norm(w):.3g} exceeds "
-                    f"{MAX_ABS_VALUE:g} in the body frame (MuJoCo's mjMAXVAL)",
-                )
-            plan.new_qvel()[da[3:]] = local
+        quat = (data.qpos if plan.qpos is None else plan.qpos)[q : q + 4]
+        # compared as lists: the same == per element as numpy's, at a fraction of the cost
+        if quat.tolist() == data.qpos[q : q + 4].tolist():
+            self._sync(plan.env)  # cvel: the world angular velocity get_states reports
+            if w.tolist() == data.cvel[lay.info.root_body, :3].tolist():
+                return
+        unit = quat / np.linalg.norm(quat)
+        rot = np.empty(9)
+        mujoco.mju_quat2Mat(rot, unit)
+        local = rot.reshape(3, 3).T @ w
+        if np.abs(local).max() > MAX_ABS_VALUE:  # each |w_i| <= MAX, not every rotation
+            raise StateValidationError(
+                f"{key}.ang_vel",
+                f"magnitude {np.linalg.norm(w):.3g} exceeds "
+                f"{MAX_ABS_VALUE:g} in the body frame (MuJoCo's mjMAXVAL)",
+            )
+        plan.new_qvel()[v : v + 3] = local
 
     def _plan_dofs(
         self, plan: StateWrite, key: str, lay: ModelLayout, values: Any, velocity: bool
@@ -560,10 +577,11 @@ class StateWriter:
             for i, v in plan.vel_target.items():
                 c.vel[i] = v
             changed = np.fromiter({*plan.pos_target, *plan.vel_target}, dtype=np.intp)
+            ctrl = changed
         else:  # a compiled plan's: each index once, so the same as one at a time
-            pos, pos_values, vel, vel_values, changed = plan.target_arrays
+            pos, pos_values, vel, vel_values, changed, ctrl = plan.target_arrays
             c.pos[pos] = pos_values
             c.vel[vel] = vel_values
         c.mode[changed] = POSITION
         controls.changed(env)
-        controls.write_ctrl(env, plan.data, changed)
+        controls.write_ctrl(env, plan.data, ctrl)

@@ -25,6 +25,7 @@ exactly that state.
 from __future__ import annotations
 
 import math
+from operator import attrgetter
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -34,6 +35,7 @@ from sensor_msgs.msg import JointState
 
 from metasim_ros.core import limits
 from metasim_ros.core.errors import StateValidationError
+from metasim_ros.core.joint_kinds import ONE_DOF_TYPES
 from metasim_ros.core.scene.loading import ModelInfo
 from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.sim.handler import MujocoHandler
@@ -139,6 +141,8 @@ class JointStateFiller:
 _ARRAY_FIELDS = tuple(
     f for f, t in MsJointState.get_fields_and_field_types().items() if t.startswith("sequence<")
 )
+#: a JointState's float64[] fields at once (one C call instead of a getattr per field)
+_arrays_of = attrgetter(*_ARRAY_FIELDS)
 #: JointState input field -> (field_mask bit, the bit's name, core state key)
 _JOINT_FIELDS = (
     ("position", ModelState.JOINT_POSITIONS, "JOINT_POSITIONS", "dof_pos"),
@@ -207,8 +211,7 @@ def check_set_states_sizes(worlds: list[WorldState], num_envs: int, infos: dict)
                     or len(ms.joint_states) <= len(info.joints)
                     and len(ms.link_states) <= len(info.bodies)
                     and all(
-                        len(js.name) <= names
-                        and all(len(getattr(js, f)) <= values for f in _ARRAY_FIELDS)
+                        len(js.name) <= names and max(map(len, _arrays_of(js))) <= values
                         for js in ms.joint_states
                     )
                 )
@@ -246,7 +249,8 @@ def world_to_states(
     check_set_states_sizes(worlds, handler.num_envs, infos)
     env_ids: list[int] = []
     states: list[dict] = []
-    joints_of: dict[str, frozenset[str]] = {}  # the joint names of each model asked for
+    #: per model asked for: its joints' names, each with whether it is 1-DOF
+    joints_of: dict[str, dict[str, bool]] = {}
     for w_index, world in enumerate(worlds):
         if world.env_id >= handler.num_envs:
             raise StateValidationError(
@@ -290,7 +294,10 @@ def world_to_states(
             joints: set[str] = set()
             known = joints_of.get(ms.name)
             if known is None:
-                known = joints_of[ms.name] = frozenset(info.joints)
+                types = handler.model.jnt_type
+                known = joints_of[ms.name] = {
+                    n: int(types[j]) in ONE_DOF_TYPES for n, j in zip(info.joints, info.joint_ids)
+                }
             for js in ms.joint_states:
                 name = js.name
                 if name in joints:
@@ -319,9 +326,14 @@ def world_to_states(
                             f"{section}.{ms.name}.{core_key}.{name}",
                             "only robots have joint targets",
                         )
-                    # the core checks the values (finite, length for the joint; 1-DOF
-                    # values may be [v])
-                    m.setdefault(core_key, {})[name] = np.asarray(values, dtype=np.float64)
+                    # the core checks the values (finite, length for the joint); one value
+                    # of a 1-DOF joint goes as a plain float, which the core takes as it
+                    # takes [v], at a fraction of an array's cost
+                    m.setdefault(core_key, {})[name] = (
+                        values[0]
+                        if len(values) == 1 and known[name]
+                        else np.asarray(values, dtype=np.float64)
+                    )
         states.append(state)
     return states, env_ids
 
