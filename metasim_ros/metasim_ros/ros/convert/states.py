@@ -143,13 +143,15 @@ _ARRAY_FIELDS = tuple(
 )
 #: a JointState's float64[] fields at once (one C call instead of a getattr per field)
 _arrays_of = attrgetter(*_ARRAY_FIELDS)
-#: JointState input field -> (field_mask bit, the bit's name, core state key)
+#: JointState input field -> (field_mask bit, the bit's name, core state key, a target)
 _JOINT_FIELDS = (
-    ("position", ModelState.JOINT_POSITIONS, "JOINT_POSITIONS", "dof_pos"),
-    ("velocity", ModelState.JOINT_VELOCITIES, "JOINT_VELOCITIES", "dof_vel"),
-    ("position_target", ModelState.POSITION_TARGETS, "POSITION_TARGETS", "dof_pos_target"),
-    ("velocity_target", ModelState.VELOCITY_TARGETS, "VELOCITY_TARGETS", "dof_vel_target"),
+    ("position", ModelState.JOINT_POSITIONS, "JOINT_POSITIONS", "dof_pos", False),
+    ("velocity", ModelState.JOINT_VELOCITIES, "JOINT_VELOCITIES", "dof_vel", False),
+    ("position_target", ModelState.POSITION_TARGETS, "POSITION_TARGETS", "dof_pos_target", True),
+    ("velocity_target", ModelState.VELOCITY_TARGETS, "VELOCITY_TARGETS", "dof_vel_target", True),
 )
+#: a JointState's input arrays, in _JOINT_FIELDS' order
+_inputs_of = attrgetter(*(f[0] for f in _JOINT_FIELDS))
 _ROOT_BITS = ModelState.POSE | ModelState.TWIST
 #: A default-built pose (x, y, z, qx, qy, qz, qw: the origin, w=1) and twist.
 _DEFAULT_POSE, _DEFAULT_TWIST = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0), (0.0,) * 6
@@ -265,65 +267,68 @@ def world_to_states(
         state: dict = {"objects": {}, "robots": {}}
         seen: set[str] = set()
         for ms in world.model_states:
-            if ms.name not in infos:
-                raise StateValidationError(f"models.{ms.name}", "unknown model")
-            if ms.name in seen:
-                raise StateValidationError(f"models.{ms.name}", "model given twice")
-            seen.add(ms.name)
+            model = ms.name
+            if model not in infos:
+                raise StateValidationError(f"models.{model}", "unknown model")
+            if model in seen:
+                raise StateValidationError(f"models.{model}", "model given twice")
+            seen.add(model)
             if ms.reference_frame not in ("", world_frame):
                 raise StateValidationError(
-                    f"models.{ms.name}.reference_frame",
+                    f"models.{model}.reference_frame",
                     f"only '{shown(world_frame)}' is supported, got '{shown(ms.reference_frame)}'",
                 )
-            info = infos[ms.name]
+            info = infos[model]
             section = info.section
             mask = ms.field_mask
             if mask & ~ModelState.ALL:
                 raise StateValidationError(
-                    f"{section}.{ms.name}.field_mask",
+                    f"{section}.{model}.field_mask",
                     f"unknown bits {mask & ~ModelState.ALL:#x} (known: ModelState.ALL = "
                     f"{ModelState.ALL:#x})",
                 )
-            m: dict = state[section].setdefault(ms.name, {})
+            m: dict = state[section].setdefault(model, {})
             if info.free and mask & _ROOT_BITS != _ROOT_BITS:
-                _check_free_root(f"{section}.{ms.name}", ms)
+                _check_free_root(f"{section}.{model}", ms)
             if info.free and mask & ModelState.POSE:
                 m["pos"], m["rot"] = xyz(ms.pose.position), wxyz(ms.pose.orientation)
             if info.free and mask & ModelState.TWIST:
                 m["vel"], m["ang_vel"] = xyz(ms.twist.linear), xyz(ms.twist.angular)
             joints: set[str] = set()
-            known = joints_of.get(ms.name)
+            known = joints_of.get(model)
             if known is None:
                 types = handler.model.jnt_type
-                known = joints_of[ms.name] = {
+                known = joints_of[model] = {
                     n: int(types[j]) in ONE_DOF_TYPES for n, j in zip(info.joints, info.joint_ids)
                 }
             for js in ms.joint_states:
                 name = js.name
                 if name in joints:
                     raise StateValidationError(
-                        f"{section}.{ms.name}.joint_states.{name}", "joint given twice"
+                        f"{section}.{model}.joint_states.{name}", "joint given twice"
                     )
                 joints.add(name)
                 if name not in known:
                     raise StateValidationError(
-                        f"{section}.{ms.name}.joint_states.{name}", f"unknown joint of {ms.name}"
+                        f"{section}.{model}.joint_states.{name}", f"unknown joint of {model}"
                     )
-                for field, bit, bit_name, core_key in _JOINT_FIELDS:
-                    values = getattr(js, field)
-                    if len(values) == 0:
+                one_dof = known[name]
+                for (field, bit, bit_name, core_key, target), values in zip(
+                    _JOINT_FIELDS, _inputs_of(js)
+                ):
+                    if not values:
                         continue
                     if not mask & bit:
                         _refuse_unmasked(
-                            f"{section}.{ms.name}.joint_states.{name}.{field}",
+                            f"{section}.{model}.joint_states.{name}.{field}",
                             field,
                             values,
                             bit_name,
                             mask,
                         )
-                    if core_key.endswith("_target") and section != "robots":
+                    if target and section != "robots":
                         raise StateValidationError(
-                            f"{section}.{ms.name}.{core_key}.{name}",
+                            f"{section}.{model}.{core_key}.{name}",
                             "only robots have joint targets",
                         )
                     # the core checks the values (finite, length for the joint); one value
@@ -331,7 +336,7 @@ def world_to_states(
                     # takes [v], at a fraction of an array's cost
                     m.setdefault(core_key, {})[name] = (
                         values[0]
-                        if len(values) == 1 and known[name]
+                        if one_dof and len(values) == 1
                         else np.asarray(values, dtype=np.float64)
                     )
         states.append(state)
