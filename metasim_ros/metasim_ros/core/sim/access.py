@@ -228,7 +228,8 @@ class SimulationAccess:
             raise RequestError(f"steps={n} is more than step_limit={limit} (a parameter)")
         with self.stepping() as step:
             done = step(n)
-        return done, self.sim_time()
+        # the loop's record of the time, current without a second hold of the lock
+        return done, self.loop.last_sim_time
 
     @contextmanager
     def stepping(self) -> Iterator[Callable[[int], int]]:

@@ -66,6 +66,9 @@ class StateWrite:
     data: mujoco.MjData
     qpos: np.ndarray | None = None  # full new vector, when any entry changes
     qvel: np.ndarray | None = None
+    #: a compiled plan's entries, written over the above: (addresses, values)
+    qpos_at: tuple[np.ndarray, np.ndarray] | None = None
+    qvel_at: tuple[np.ndarray, np.ndarray] | None = None
     pos_target: dict[int, float] = field(default_factory=dict)
     vel_target: dict[int, float] = field(default_factory=dict)
     ball_pos_target: dict[int, np.ndarray] = field(default_factory=dict)  # quaternions
@@ -96,6 +99,8 @@ class StateWrite:
         return (
             self.qpos is not None
             or self.qvel is not None
+            or self.qpos_at is not None
+            or self.qvel_at is not None
             or bool(self.pos_target or self.vel_target)
             or bool(self.ball_pos_target or self.ball_vel_target)
             or self.target_arrays is not None
@@ -170,7 +175,9 @@ class _Compiled:
     targeted: np.ndarray  # every target index either sets (their ctrl is written)
     ctrl: CtrlTargets  # the same, by kind
     quats: tuple[int, ...]  # offsets of free roots' rot (4 values each)
-    ang_vels: tuple[tuple[int, ModelLayout], ...]  # offset of a free root's ang_vel
+    #: offset of a free root's ang_vel, with its model and the offset of the rot the
+    #: request gives beside it (None: the rot stays)
+    ang_vels: tuple[tuple[int, ModelLayout, int | None], ...]
 
 
 def _check(key: str, name: Any, known: Mapping | Sequence, what: str) -> None:
@@ -268,13 +275,14 @@ class StateWriter:
             if abs(math.sqrt(q @ q) - 1.0) > RENORMALISE_ABOVE:  # sqrt: correctly rounded
                 return None
         plan = StateWrite(env, data)
-        if len(compiled.qpos):
-            plan.new_qpos()[compiled.qpos] = values[compiled.qpos_src]
+        if len(compiled.qpos):  # each address once: written at once, as one at a time
+            plan.qpos_at = (compiled.qpos, values[compiled.qpos_src])
         if len(compiled.qvel):
-            plan.new_qvel()[compiled.qvel] = values[compiled.qvel_src]
+            plan.qvel_at = (compiled.qvel, values[compiled.qvel_src])
         try:
-            for offset, lay in compiled.ang_vels:
-                self._plan_ang_vel(plan, "", lay, values[offset : offset + 3])
+            for offset, lay, rot in compiled.ang_vels:
+                quat = None if rot is None else values[rot : rot + 4]
+                self._plan_ang_vel(plan, "", lay, values[offset : offset + 3], quat)
         except StateValidationError:
             return None
         if len(compiled.targeted):
@@ -301,6 +309,7 @@ class StateWriter:
             lay = self._layouts.get(name) if isinstance(name, str) else None
             if lay is None or lay.section != section:
                 return None
+            rot = ang_vel = None
             joints = self._joints[name]
             targets = set(layout.names[lay.targets]) - set(self._balls.get(name, {}))
             for key, what in zip(keys, given):
@@ -317,11 +326,12 @@ class StateWriter:
                         qpos += list(qa[3:])
                         qpos_src += src
                         quats.append(offset)
+                        rot = offset
                     elif key == "vel":
                         qvel += list(da[:3])
                         qvel_src += src
                     else:
-                        ang_vels.append((offset, lay))
+                        ang_vel = offset
                     offset += what
                     continue
                 if not all(isinstance(j, str) for j in what):
@@ -350,6 +360,8 @@ class StateWriter:
                 else:
                     qvel += m.jnt_dofadr[ids].tolist()
                     qvel_src += src
+            if ang_vel is not None:
+                ang_vels.append((ang_vel, lay, rot))
         targeted = np.array(sorted({*pos_target, *vel_target}), dtype=np.intp)
         return _Compiled(
             *(
@@ -449,13 +461,22 @@ class StateWriter:
         if "ang_vel" in entry:
             self._plan_ang_vel(plan, key, lay, as_array(entry["ang_vel"], (3,), f"{key}.ang_vel"))
 
-    def _plan_ang_vel(self, plan: StateWrite, key: str, lay: ModelLayout, w: np.ndarray) -> None:
+    def _plan_ang_vel(
+        self,
+        plan: StateWrite,
+        key: str,
+        lay: ModelLayout,
+        w: np.ndarray,
+        quat: np.ndarray | None = None,
+    ) -> None:
         """A free root's world angular velocity `w` (checked values) into its body-local
-        qvel, after the root's rot (if the plan sets it). Equal to the current one, with
-        the rot unchanged, qvel stays as it is (get -> set is exact)."""
+        qvel, after the root's rot (`quat` if given, else as the plan's qpos has it).
+        Equal to the current one, with the rot unchanged, qvel stays as it is (get -> set
+        is exact)."""
         q, v = self._free_rot[lay.info.name]
         data = plan.data
-        quat = (data.qpos if plan.qpos is None else plan.qpos)[q : q + 4]
+        if quat is None:
+            quat = (data.qpos if plan.qpos is None else plan.qpos)[q : q + 4]
         # compared as lists: the same == per element as numpy's, at a fraction of the cost
         if quat.tolist() == data.qpos[q : q + 4].tolist():
             self._sync(plan.env)  # cvel: the world angular velocity get_states reports
@@ -557,8 +578,12 @@ class StateWriter:
         d = plan.data
         if plan.qpos is not None:
             d.qpos[:] = plan.qpos
+        if plan.qpos_at is not None:
+            d.qpos[plan.qpos_at[0]] = plan.qpos_at[1]
         if plan.qvel is not None:
             d.qvel[:] = plan.qvel
+        if plan.qvel_at is not None:  # never where the above set an ang_vel
+            d.qvel[plan.qvel_at[0]] = plan.qvel_at[1]
         self.apply_targets(plan)
         return True
 
