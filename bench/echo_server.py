@@ -5,8 +5,10 @@
 It asks the running sim_node (paused) once for its reply to each request of `calls()`,
 then serves the same replies, unchanged, with the same service types:
 - under /echo/<name> with the same executor setup as sim_node (the services sim_node
-  serves on its fast node - ros/services/fast.py - on a FastServices node, the others on
-  sim_node's DrainingExecutor): what sim_node costs beyond this is its own work;
+  serves on its fast node - ros/services/fast.py - on a FastServices node, `step` on a
+  node of its own with the stepping node's DrainingExecutor - ros/services/simulation.py
+  - the others on sim_node's DrainingExecutor): what sim_node costs beyond this is its
+  own work;
 - with `--plain`, under /echo_plain/<name> on one node spun by `rclpy.spin` (the default
   single-threaded executor): the bare rclpy service a user would write first.
 Run: python echo_server.py [--plain]   (by bench_services.py; stops on SIGINT)
@@ -25,6 +27,7 @@ import rclpy
 import simulation_interfaces.srv as ss
 from metasim_msgs.msg import JointState, ModelState, WorldState
 from metasim_msgs.srv import ApplyWrench, GetStates, SetStates, Step
+from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
@@ -32,6 +35,7 @@ from std_srvs.srv import Trigger
 
 from metasim_ros.ros.executor import DrainingExecutor
 from metasim_ros.ros.services.fast import FastServices
+from metasim_ros.ros.services.simulation import STEPPING_THREADS
 from metasim_ros.ros.sim_node import EXECUTOR_THREADS
 
 #: The services sim_node serves on its fast node (ros/services/fast.py).
@@ -106,28 +110,49 @@ def main() -> None:
     node = Node("echo_plain" if plain else "echo")
     full = _call(node, GetStates, "/sim_node/get_states", GetStates.Request()).states
     fast = None if plain else FastServices(node)
+    stepping = (
+        None
+        if plain
+        else FastServices(
+            node,
+            "_stepping",
+            DrainingExecutor(STEPPING_THREADS, traceback.print_exception, context=node.context),
+        )
+    )
     served = set()
     for srv_type, name, request in calls(full).values():
         if name in served:  # set_states: one service, one reply for both requests
             continue
         served.add(name)
         reply = _call(node, srv_type, f"/sim_node/{name}", request)
-        host = fast if fast is not None and name in FAST else node
-        host.create_service(srv_type, f"~/{name}", lambda _req, _res, r=reply: r)
+
+        def serve(_req: Any, _res: Any, r: Any = reply) -> Any:
+            return r
+
+        if stepping is not None and name == "step":
+            stepping.create_service(
+                srv_type, f"~/{name}", serve, callback_group=ReentrantCallbackGroup()
+            )
+        else:
+            host = fast if fast is not None and name in FAST else node
+            host.create_service(srv_type, f"~/{name}", serve)
     if fast is None:
         executor = SingleThreadedExecutor()
     else:
         executor = DrainingExecutor(EXECUTOR_THREADS, traceback.print_exception)
         fast.start()
+        stepping.start()
     executor.add_node(node)
     while not stop.is_set():
         executor.spin_once(timeout_sec=0.1)
     if fast is not None:
         fast.stop()
+        stepping.stop()
     executor.shutdown(timeout_sec=2.0)
     node.destroy_node()
     if fast is not None:
         fast.destroy_node()
+        stepping.destroy_node()
     rclpy.try_shutdown()
 
 
