@@ -410,6 +410,36 @@ def test_refusals_name_the_entry(case, key):
     assert named.get(case, "") in str(err)
 
 
+@pytest.mark.parametrize(
+    "field,bit,message",
+    [
+        (
+            "position",
+            ModelState.JOINT_POSITIONS,
+            "robots.walker.dof_pos.hip: expected shape (4,), got (1,) (env 0)",
+        ),
+        (
+            "velocity",
+            ModelState.JOINT_VELOCITIES,
+            "robots.walker.dof_vel.hip: expected shape (3,), got (1,) (env 0)",
+        ),
+    ],
+)
+def test_one_value_of_a_ball_joint_is_refused_naming_its_shape(field, bit, message):
+    """One value of a 1-DOF joint reaches the core as a plain float; a ball joint's one
+    value stays the [v] it was sent as, so the refusal names the shape that came."""
+    scene = scene_of("articulated")
+    h = scene.handler
+    joint = MsJointState(name="hip")
+    setattr(joint, field, [0.5])
+    worlds = [
+        WorldState(model_states=[ModelState(name="walker", field_mask=bit, joint_states=[joint])])
+    ]
+    before = fingerprint(h)
+    err = _refused(scene, lambda: _set(h, worlds), before)
+    assert str(err) == message
+
+
 @pytest.mark.parametrize("scene_name", sorted(SCENES))
 @given(data=st.data())
 def test_published_world_state_round_trips(scene_name, data):
