@@ -22,7 +22,11 @@ images draw nothing), and at least once a second. Without a GPU, Chromium draws 
 the CPU, on the cores the physics runs on: so the page sends a body only when it moved
 visibly (core/view/scene.moved_bodies: a still or paused scene sends none,
 and the browser draws once a second), and the scene is lit by lights alone, without
-viser's default environment map, which made each frame 3-4 times the work.
+viser's default environment map, which made each frame 3-4 times the work. While the
+scene moves (a message less than 250 ms after the last) the client draws continuously,
+as many frames as the browser's share of the cores allows; viser 1.1.1 has no server
+setting for that, and fewer pixels (its client's `?fixedDpr=` address parameter) buy
+more frames for the same CPU, not less CPU (bench/bench_web.py).
 """
 
 from __future__ import annotations
