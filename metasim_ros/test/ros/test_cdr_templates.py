@@ -28,6 +28,7 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
 from metasim_ros.core import MujocoHandler  # noqa: E402
+from metasim_ros.core.control.wrenches import WrenchError  # noqa: E402
 from metasim_ros.core.scene.builder import Outside, Spawn  # noqa: E402
 from metasim_ros.core.scene.frames import FrameTree  # noqa: E402
 from metasim_ros.ros.convert.cdr import CdrTemplate  # noqa: E402
@@ -58,9 +59,11 @@ BALL = """<mujoco><worldbody><body name="ball"><freejoint/>
 <geom type="sphere" size="0.05" mass="0.2"/></body></worldbody></mujoco>"""
 
 
-def scene(which: str) -> str | None:
+def scene(which: str, tmp: Path) -> str | None:
+    if which == "tracked":
+        (tmp / "tracked.xml").write_text(TRACKED)
     return {
-        "tracked": str(TESTS / "tracked_scene.xml"),
+        "tracked": str(tmp / "tracked.xml"),
         "default": None,
         "unnamed": str(TESTS / "scenes" / "unnamed.xml"),
         "sensors": str(TESTS / "scenes" / "sensors.xml"),
@@ -77,8 +80,9 @@ class Wire:
         self.pubs: dict[type, Publisher] = {}
         self.got: list[bytes] = []
 
-    def bytes_of(self, msg: object) -> bytes:
-        kind = type(msg)
+    def bytes_of(self, msg: object, kind: type | None = None) -> bytes:
+        """The bytes a reader receives of `msg` (a message, or bytes of type `kind`)."""
+        kind = kind or type(msg)
         if kind not in self.pubs:
             topic = f"/cdr_wire_{os.getpid()}_{kind.__name__}"
             self.node.create_subscription(kind, topic, self.got.append, 10, raw=True)
@@ -105,12 +109,14 @@ def wire(ros_context) -> Iterator[Wire]:
 
 def assert_same(wire: Wire, mine: bytes, filled: object) -> None:
     """`mine` is what a reader receives when rclpy publishes `filled` (the same length and
-    bytes) and reads back as `filled`; it is serialize_message's CDR stream too (that
-    buffer is as long as its size estimate). Fast CDR leaves padding bytes as they were in
-    memory (characters of earlier strings were seen there): ours are 0, so the bytes may
-    differ where ours are 0, nowhere else."""
+    bytes), goes out unchanged when published, and reads back as `filled`; it is
+    serialize_message's CDR stream too (that buffer is as long as its size estimate).
+    Fast CDR leaves padding bytes as they were in memory (characters of earlier strings
+    were seen there): ours are 0, so the bytes may differ where ours are 0, nowhere
+    else."""
     received = wire.bytes_of(filled)
     assert len(mine) == len(received)
+    assert wire.bytes_of(mine, type(filled)) == mine  # published as they are
     assert deserialize_message(mine, type(filled)) == filled
     a = np.frombuffer(mine, np.uint8)
     for truth in (received, serialize_message(filled)):
@@ -147,19 +153,21 @@ def check_streams(wire: Wire, h: MujocoHandler, steps: int = 40, times: int = 5)
                 assert_same(wire, copy.serialized(e), filler.fill(e))
 
 
-@pytest.fixture(scope="module")
-def tracked_scene():
-    path = TESTS / "tracked_scene.xml"
-    path.write_text(TRACKED)
-    yield
-    path.unlink()
-
-
 @pytest.mark.parametrize(
     "which", ["default", "unnamed", "sensors", "actuated", "ball_robot", "tracked"]
 )
-def test_templated_bytes_are_rclpy_s_bytes(which, tracked_scene, wire):
-    check_streams(wire, MujocoHandler(scene(which), num_envs=2))
+def test_templated_bytes_are_rclpy_s_bytes(which, tmp_path, wire):
+    h = MujocoHandler(scene(which, tmp_path), num_envs=2)
+    if which == "tracked":  # the case is there: a camera's pose in /tf
+        assert FrameTree(h.model).cameras_tracking
+    # env 1 elsewhere than env 0: a push on its last body that moves
+    for body in reversed(h.body_names):
+        try:
+            h.apply_wrench(1, body, [0.0, 2.0, 5.0], [0.0, 0.0, 0.3], [0.0, 0.0, 0.0], 0.05)
+            break
+        except WrenchError:  # welded to the world
+            continue
+    check_streams(wire, h)
 
 
 def test_a_spawn_s_new_layout_makes_new_templates(wire):
