@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from metasim_ros.core import MujocoHandler
+from metasim_ros.core.control.commands import JointCommand
 from metasim_ros.core.control.goals import (
     GOAL_TOLERANCE_VIOLATED,
     PATH_TOLERANCE_VIOLATED,
@@ -139,3 +140,59 @@ def test_stop_ends_the_running_trajectory_and_the_arm_holds():
     h.step(n=500)
     assert targets() == held  # and stays where the stop left it
     h.stop_trajectory("franka", 7, "nothing running: no change")
+
+
+@pytest.mark.parametrize(
+    "scene, robot, joints, body, options",
+    [
+        (None, "franka", ARM, "panda_link7", {}),
+        (
+            ACTUATED,
+            "rig",
+            ["motor_hinge", "servo_hinge"],
+            "motor_link",
+            {"actuation": "pd", "kp": 50.0, "kd": 5.0},
+        ),
+        (
+            ACTUATED,
+            "rig",
+            ["motor_hinge", "servo_hinge"],
+            "motor_link",
+            {"actuation": "stable_pd", "kp": 2000.0, "kd": 80.0},
+        ),
+    ],
+)
+def test_batches_take_the_steps_of_one_step_per_call_while_a_trajectory_runs(
+    scene, robot, joints, body, options
+):
+    """Between controller updates a trajectory's env steps in runs (plain mj_step when
+    nothing else acts on it); batches of any size take exactly the steps of one step per
+    call: the run beginning mid-batch (motor joints turning to the PD law), a wrench
+    ending mid-run, the trajectory ending mid-batch, and after it."""
+
+    def states(sizes: list[int]) -> list[np.ndarray]:
+        h = MujocoHandler(scene, **options)
+        if robot == "rig":  # its motor in effort mode: no law runs until the run begins
+            h.command({"motor_hinge": JointCommand(effort=0.5)})
+        h.step(n=3)  # the run begins off the controller's first period
+        dof_pos = h.get_states(render=False)[0]["robots"][robot]["dof_pos"]
+        q0 = np.array([dof_pos[j] for j in joints])
+        times = np.array([0.05, 0.11])
+        goal = TrajectoryGoal(joints, Waypoints(times, np.stack([q0 + 0.1, q0 - 0.05])))
+        (ex,), _ = h.start_trajectory(robot, goal)
+        out, taken = [], 0
+        for n in sizes:
+            h.step(n=n)
+            taken += n
+            if taken == 41:  # the run is under way: a wrench that ends mid-run
+                h.apply_wrench(0, body, [0.0, 0.0, 3.0], [0.1, 0.0, 0.0], [0.0, 0.0, 1.0], 0.017)
+            out.append(h.capture(0).integration)
+        assert not ex.active  # the trajectory ended within the steps taken
+        return out
+
+    batches = [7, 20, 1, 13, 20, 5, 34, 20, 20, 19, 3, 20]
+    one_at_a_time = states([1] * sum(batches))
+    at_batch_ends = np.cumsum(batches) - 1
+    batched = states(batches)
+    for k, state in zip(at_batch_ends, batched):
+        assert state.tobytes() == one_at_a_time[k].tobytes(), f"after step {k + 1}"

@@ -60,6 +60,7 @@ _UNSTABLE = (
     mujoco.mjtWarning.mjWARN_BADQVEL,
     mujoco.mjtWarning.mjWARN_BADQACC,
 )
+_UNSTABLE_AT = tuple(int(w) for w in _UNSTABLE)  # plain ints index numpy quickest
 _UNSTABLE_TEXT = (
     "NaN, Inf or huge value in qpos",
     "NaN, Inf or huge value in qvel",
@@ -462,6 +463,9 @@ class MujocoHandler:
         self._joints = d.joints
         self.sensors = d.sensors
         self._stale = [True] * len(d.datas)  # changed since derived quantities were computed
+        #: each env's warning counters, a view into its MjData (divergence reads them
+        #: after every batch: the view costs a fraction of d.warning.number)
+        self._warning_counts = [data.warning.number for data in d.datas]
         self._state_size = d.state_size
 
     def set_gains(self, kp: Gains, kd: Gains, strict: bool = True) -> None:
@@ -877,19 +881,37 @@ class MujocoHandler:
         """n physics steps of env e: controller updates fall between physics steps, on
         the env's controller clock; the laws run before each step; runs of steps end
         exactly where an applied wrench ends."""
-        c, left = self._controls.envs[e], n
-        while left > 0:
-            k = left
-            if c.trajectories:
+        controls = self._controls
+        c, left = controls.envs[e], n
+        if c.trajectories:  # runs of steps between controller updates
+            update, m, step = self._trajectories.update, self._model, mujoco.mj_step
+            plain = self._plain(e, c)
+            while left > 0 and c.trajectories:
                 if c.countdown <= 0:
-                    if self._trajectories.update(d, c):  # a run began: modes changed
-                        self._controls.changed(e)
+                    if update(d, c):  # a run began: modes changed
+                        controls.changed(e)
+                        plain = self._plain(e, c)
                     c.countdown = c.period
-                k = min(left, c.countdown)
+                k = left if left < c.countdown else c.countdown
                 c.countdown -= k
-            self._advance(e, d, c, k)
-            left -= k
+                if plain:  # what _advance would do, without its calls
+                    step(m, d, nstep=k)
+                else:
+                    self._advance(e, d, c, k)
+                left -= k
+        if left > 0:
+            self._advance(e, d, c, left)
         self._stale[e] = self._stale[e] or n > 0
+
+    def _plain(self, e: int, c: ControlState) -> bool:
+        """Whether _advance(e, ...) is plain mj_step: nothing ends, no law, no steering
+        (holds until a run begins: only that changes it while stepping)."""
+        return (
+            c.wrench_next == math.inf
+            and c.base_until == math.inf
+            and not self._controls.stepping[e]
+            and not self._base.steers
+        )
 
     def _advance(self, e: int, d: mujoco.MjData, c: ControlState, n: int) -> None:
         """n physics steps of env e, in runs that end exactly where a wrench or the base's
@@ -1018,10 +1040,11 @@ class MujocoHandler:
         for the next blow-up, so a count could not tell two events apart.
         """
         events = {}
-        for e, d in enumerate(self._datas):
-            counts = d.warning.number  # one read of all counters (runs after every batch)
-            if not (counts[_UNSTABLE[0]] or counts[_UNSTABLE[1]] or counts[_UNSTABLE[2]]):
+        qpos, qvel, qacc = _UNSTABLE_AT
+        for e, counts in enumerate(self._warning_counts):
+            if not (counts[qpos] or counts[qvel] or counts[qacc]):
                 continue
+            d = self._datas[e]
             what = [
                 f"{text} (DOF {int(d.warning[w].lastinfo)})"
                 for w, text in zip(_UNSTABLE, _UNSTABLE_TEXT)

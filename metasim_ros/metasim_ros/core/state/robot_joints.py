@@ -27,6 +27,12 @@ class RobotJointArrays:
         self._qpos = model.jnt_qposadr[keep].astype(np.intp)
         self._dof = model.jnt_dofadr[keep].astype(np.intp)
 
+    def numbers(self, data: mujoco.MjData) -> np.ndarray:
+        """read()'s position, velocity and effort end to end, in one array."""
+        return np.concatenate(
+            (data.qpos[self._qpos], data.qvel[self._dof], data.qfrc_actuator[self._dof])
+        )
+
     def read(self, data: mujoco.MjData) -> tuple[list[float], list[float], list[float]]:
         """(position, velocity, effort) as lists; effort = actuator force on the joint."""
         return (

@@ -41,6 +41,7 @@ from metasim_ros.core.sim.access import SimulationAccess
 from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.core.state.robot_joints import RobotJointArrays
 from metasim_ros.core.text import shown
+from metasim_ros.ros.convert.cdr import CdrTemplate
 from metasim_ros.ros.convert.geometry import (
     doubles,
     fill_pose,
@@ -65,6 +66,8 @@ class WorldStateFiller:
         self._world_frame = world_frame
         self._types = handler.model.jnt_type.copy()
         self._msgs: dict[int, WorldState] = {}
+        #: per env: the template of its message and the lengths of the arrays it was made of
+        self._templates: dict[int, tuple[CdrTemplate, list[int]]] = {}
 
     def _build(self, env_id: int) -> WorldState:
         msg = WorldState(env_id=env_id)
@@ -117,6 +120,44 @@ class WorldStateFiller:
                 js.velocity_error = doubles(r.velocity_error)
         return msg
 
+    def serialized(
+        self,
+        env_id: int,
+        sim_time: float,
+        state: dict,
+        readings: Iterable,
+        wrenches: np.ndarray,
+    ) -> bytes:
+        """fill()'s message as CDR bytes (ros/convert/cdr.py), from its template once
+        made: the numbers gathered in the message's field order, no message filled. A
+        reading whose arrays changed length makes the template anew."""
+        by_name = {r.name: r for r in readings}
+        parts: list = []
+        for info in self._models:
+            m = state[info.section][info.name]
+            parts += (m["pos"], m["rot"], m["vel"], m["ang_vel"])
+            bodies = m["body"]
+            for name, body_id in zip(info.bodies, info.body_ids):
+                b = bodies[name]
+                parts += (b["pos"], b["rot"], b["vel"], b["ang_vel"], wrenches[body_id])
+            for name in info.joints:
+                r = by_name[name]
+                parts += (
+                    r.position,
+                    r.velocity,
+                    r.effort,
+                    r.position_target,
+                    r.velocity_target,
+                    r.position_error,
+                    r.velocity_error,
+                )
+        sizes = [len(p) for p in parts]
+        made = self._templates.get(env_id)
+        if made is None or made[1] != sizes:
+            msg = self.fill(env_id, sim_time, state, by_name.values(), wrenches)
+            made = self._templates[env_id] = (CdrTemplate(msg), sizes)
+        return made[0].serialize(sim_time, np.concatenate(parts) if parts else np.empty(0))
+
 
 class JointStateFiller:
     """Fills one reused sensor_msgs/JointState with the robots' 1-DOF joints (one
@@ -127,6 +168,7 @@ class JointStateFiller:
         ids = [j for r in handler.robots if robot in (None, r.name) for j in r.joint_ids]
         self._arrays = RobotJointArrays(handler.model, ids)
         self.msg = JointState(name=self._arrays.names)
+        self._template: CdrTemplate | None = None  # made at the first serialized()
 
     def fill(self, env_id: int = 0) -> JointState:
         """Refill from env `env_id`; call with the simulation held."""
@@ -134,6 +176,14 @@ class JointStateFiller:
         self.msg.header.stamp = stamp(data.time)
         self.msg.position, self.msg.velocity, self.msg.effort = self._arrays.read(data)
         return self.msg
+
+    def serialized(self, env_id: int = 0) -> bytes:
+        """fill()'s message as CDR bytes (ros/convert/cdr.py); call with the simulation
+        held."""
+        if self._template is None:
+            self._template = CdrTemplate(self.fill(env_id))
+        data = self._handler.synced_data(env_id)
+        return self._template.serialize(data.time, self._arrays.numbers(data))
 
 
 # -- messages -> core ---------------------------------------------------------------

@@ -146,7 +146,7 @@ class Streams:
 
         def read_joints(h: MujocoHandler, k: int) -> Any:
             place, pub = self._layout.joint_places[k], self._joint_pubs[k]
-            return self._layout.joints[k].fill(place.env or 0) if anyone_reads(pub) else None
+            return self._layout.joints[k].serialized(place.env or 0) if anyone_reads(pub) else None
 
         def read_tf(h: MujocoHandler, k: int) -> Any:
             return self._layout.tf[k].read(h.synced_data(self._layout.envs[k].env or 0))
@@ -158,7 +158,7 @@ class Streams:
             return read_world(h, env) if anyone_reads(world_pub(env)) else None
 
         def publish_world(env: int, reading: tuple) -> None:
-            world_pub(env).publish(self._layout.world.fill(env, *reading))
+            world_pub(env).publish(self._layout.world.serialized(env, *reading))
 
         # /clock always (sim-time nodes wait for it; ~/status reports its gaps); the others
         # only while someone subscribes: unread they cost the physics thread about a tenth
@@ -186,7 +186,7 @@ class Streams:
             "tf_rate": _Stream(
                 _period(params.tf_rate),
                 read_tf,
-                lambda k, r: tf_pub.publish(self._layout.tf[k].fill(r)),
+                lambda k, r: tf_pub.publish(self._layout.tf[k].serialized(r)),
                 active=lambda: anyone_reads(tf_pub),
                 items=lambda: len(self._layout.tf),
                 label="tf",

@@ -10,6 +10,7 @@ from geometry_msgs.msg import TransformStamped
 from tf2_msgs.msg import TFMessage
 
 from metasim_ros.core.scene.frames import Frame, FrameTree
+from metasim_ros.ros.convert.cdr import CdrTemplate
 from metasim_ros.ros.convert.geometry import fill_wxyz, fill_xyz, stamp
 
 
@@ -44,6 +45,7 @@ class DynamicTf:
             transforms=[_transform(p, c) for p, c in tree.dynamic_names]
             + [_transform(tree.world, tree.camera_names[c]) for c in tree.cameras_tracking]
         )
+        self._template: CdrTemplate | None = None  # made at the first serialized()
 
     def read(self, data: mujoco.MjData) -> tuple:
         """What fill() needs, copied out of MjData (cheap; done under the simulation lock)."""
@@ -61,3 +63,13 @@ class DynamicTf:
             t.header.stamp = now
             _set(t, p, q)
         return self.msg
+
+    def serialized(self, reading: tuple) -> bytes:
+        """fill()'s message as CDR bytes (ros/convert/cdr.py), no message filled once its
+        template is made (the frames are the tree's: the layout never changes)."""
+        if self._template is None:
+            self._template = CdrTemplate(self.fill(reading))
+        sim_time, pos, quat, cameras = reading
+        numbers = [np.concatenate((pos, quat), axis=1).ravel()]
+        numbers += [np.concatenate((p, q)) for _, p, q in cameras]
+        return self._template.serialize(sim_time, np.concatenate(numbers))
