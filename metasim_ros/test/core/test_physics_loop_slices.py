@@ -254,6 +254,26 @@ def test_a_model_that_steps_slowly_is_stepped_in_smaller_batches(scene, slow):
         assert loop.MAX_BATCH in per_tick, per_tick
 
 
+def test_a_batch_is_fitted_to_the_cost_of_every_env_it_steps():
+    """The lock hold a batch may take bounds one step of all the envs, not of one: 128
+    envs of the default scene (a step of all of them costs about 100 times one env's)
+    take fewer than MAX_BATCH steps per hold, where one env takes MAX_BATCH (above), so
+    the ticks (/clock) and waiting callers come in every few ms whatever num_envs."""
+    h = MujocoHandler(num_envs=128)
+    loop = PhysicsLoop(h, 0.0)
+    counts: list[int] = []
+    loop.add_tick(lambda: counts.append(loop.steps_taken))
+    loop.start()
+    try:
+        while loop.steps_taken < 4 * loop.MAX_BATCH:
+            time.sleep(0.001)
+    finally:
+        loop.stop()
+        h.close()
+    per_tick = [b - a for a, b in zip(counts, counts[1:]) if b > a][1:]  # after the first
+    assert per_tick and max(per_tick) < loop.MAX_BATCH, per_tick
+
+
 class _ThreadRecorder:
     """A step observer that takes the loop's steps and notes the thread taking each run."""
 
