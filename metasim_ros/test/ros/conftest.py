@@ -217,8 +217,38 @@ class Client:
         try:
             self.spin_until(lambda: client.service_is_ready(), timeout, f"service {name}")
             future = client.call_async(request)
-            self.spin_until(future.done, timeout, f"response from {name}", lambda: self.graph(name))
+            self.spin_until(
+                future.done,
+                timeout,
+                f"response from {name}",
+                lambda: self.graph(name) + self.status_note(name),
+            )
             return future.result()
+        finally:
+            self.node.destroy_client(client)
+
+    def status_note(self, service: str, timeout: float = 3.0) -> str:
+        """What the node of a sim_node service says in ~/status, for a call that got no
+        reply: its sim time and rate tell a request that ran (its reply lost) from one that
+        never did."""
+        from std_srvs.srv import Trigger
+
+        status = f"{service.rsplit('/', 1)[0]}/status"
+        if status == service:
+            return ""
+        client = self.node.create_client(Trigger, status)
+        try:
+            deadline = time.monotonic() + timeout
+            while not client.service_is_ready() and time.monotonic() < deadline:
+                self.executor.spin_once(timeout_sec=0.05)
+            if not client.service_is_ready():
+                return f"; {status}: not served"
+            future = client.call_async(Trigger.Request())
+            while not future.done() and time.monotonic() < deadline:
+                self.executor.spin_once(timeout_sec=0.05)
+            if not future.done():
+                return f"; {status}: no reply either"
+            return f"; {status} meanwhile: {future.result().message}"
         finally:
             self.node.destroy_client(client)
 
