@@ -31,6 +31,7 @@ from metasim_ros.core import MujocoHandler  # noqa: E402
 from metasim_ros.core.control.wrenches import WrenchError  # noqa: E402
 from metasim_ros.core.scene.builder import Outside, Spawn  # noqa: E402
 from metasim_ros.core.scene.frames import FrameTree  # noqa: E402
+from metasim_ros.core.state.joints import JointReading  # noqa: E402
 from metasim_ros.ros.convert.cdr import CdrTemplate  # noqa: E402
 from metasim_ros.ros.convert.states import (  # noqa: E402
     JointStateFiller,
@@ -183,6 +184,13 @@ def test_a_spawn_s_new_layout_makes_new_templates(wire):
     assert [m.name for m in msg.model_states][-1] == "ball"
 
 
+def changed(reading: JointReading, **fields) -> JointReading:
+    """The reading with these fields replaced (built through its constructor)."""
+    return JointReading(
+        **{name: fields.get(name, getattr(reading, name)) for name in JointReading.__annotations__}
+    )
+
+
 def test_arrays_that_change_length_make_the_template_anew(wire):
     """Readings whose joint arrays have other lengths than the template's (the same
     number of values in all: only their split differs) make the template anew: numbers
@@ -197,9 +205,9 @@ def test_arrays_that_change_length_make_the_template_anew(wire):
     )
     k = next(i for i, j in enumerate(joints) if len(j.position_target))
     moved = list(joints)  # a target moved from one joint to the next one's error
-    moved[k] = joints[k]._replace(position_target=np.empty(0))
-    moved[k + 1] = joints[k + 1]._replace(
-        position_error=np.append(joints[k + 1].position_error, 0.25)
+    moved[k] = changed(joints[k], position_target=np.empty(0))
+    moved[k + 1] = changed(
+        joints[k + 1], position_error=np.append(joints[k + 1].position_error, 0.25)
     )
     fresh = WorldStateFiller(h, "world").fill(0, t, state, moved, wrenches)
     assert_same(wire, world.serialized(0, t, state, moved, wrenches), fresh)
