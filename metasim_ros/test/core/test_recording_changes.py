@@ -7,9 +7,11 @@ replays headless bit for bit (verify_episode, which compares every recorded row)
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 
+import mujoco
 import numpy as np
 import pytest
 
@@ -17,6 +19,7 @@ from metasim_ros.core import MujocoHandler
 from metasim_ros.core.control.commands import JointCommand
 from metasim_ros.core.control.goals import SUCCESSFUL, TrajectoryGoal
 from metasim_ros.core.control.interpolation import Waypoints
+from metasim_ros.core.recording import session
 from metasim_ros.core.recording.offline import verify_episode
 from metasim_ros.core.recording.session import Recording
 from metasim_ros.scenes import planar_base_scene_path
@@ -144,3 +147,34 @@ def test_rows_of_a_steered_base_replay_exactly(tmp_path: Path, every):
     replay = verify_episode(folder)
     assert replay.divergence is None, replay.divergence
     assert replay.compared == summary.rows - 1
+
+
+def test_rows_kept_in_blocks_reused_after_writing_replay_exactly(tmp_path: Path, monkeypatch):
+    """The physics thread keeps rows in blocks across batches and fills blocks the writer
+    has written again: with blocks of 8 rows, written while the recording goes on, every
+    row of two envs (commands between batches, blocks cut by changes) replays bit for bit,
+    and blocks were filled again (a block reused before it was written would diverge)."""
+    h = MujocoHandler(num_envs=2, physics_threads=2)
+    size = mujoco.mj_stateSize(h.model, mujoco.mjtState.mjSTATE_INTEGRATION)
+    monkeypatch.setattr(session, "BLOCK_BYTES", 8 * 8 * 2 * size)  # 8 rows of 2 envs
+    monkeypatch.setattr(session, "WAKE_SECONDS", 0.002)
+    seen: list[int] = []
+    rows = session._Block.rows
+    monkeypatch.setattr(
+        session._Block, "rows", lambda b, every: seen.append(id(b.integration)) or rows(b, every)
+    )
+    folder = tmp_path / "episode"
+    folder.mkdir()
+    rec = Recording(folder, h, [], every=1)
+    for i in range(60):
+        if i % 15 == 7:
+            h.command({ARM[1]: JointCommand(position=0.1 * i)})
+        rec.advance(h, (BATCH, 7, 3)[i % 3])
+        time.sleep(0.003)  # the writer writes meanwhile and hands blocks back
+    rec.finish_under_lock(h)
+    summary = rec.close()
+    assert summary.closed and summary.changes == 4 and summary.dropped_rows == 0, summary.text()
+    assert len(set(seen)) < len(seen), "no block was filled again"
+    replay = verify_episode(folder)
+    assert replay.divergence is None, replay.divergence
+    assert replay.compared == summary.rows - 1 == 600

@@ -2,20 +2,22 @@
 # SPDX-License-Identifier: Apache-2.0
 """One episode being recorded: the state stream and the bag, written off the physics thread.
 
-The physics thread only copies states (a `mj_getState` per row into a block per batch)
-and queues them; the topic taps only queue the bytes they received. One writer thread
-drains the queue into the journal and the bag, waking every WAKE_SECONDS (or sooner for a
-change, the end or WAKE_BYTES waiting), not once per batch. The queue is bounded in
-bytes: when the disk falls behind, rows and messages that do not fit are dropped and
-counted (``status`` says how many), so physics never waits for the disk. Changes are
+The physics thread only copies states (a `mj_getState` per row into a block of rows
+kept across batches, `_Block`) and queues the block when it is full, before a change, or
+WAKE_SECONDS after its first row (the writer queues one physics left behind, paused); the
+topic taps only queue the bytes they received. One writer thread drains the queue into
+the journal and the bag, waking every WAKE_SECONDS (or sooner for a change, the end or
+WAKE_BYTES waiting), not once per batch. The queue is bounded in bytes: when the disk
+falls behind, rows and messages that do not fit are dropped and counted (``status`` says
+how many), so physics never waits for the disk. Changes are
 never dropped: a replay needs every one. A write error (a full disk) ends the recording:
 nothing more is queued, physics goes on, and ``status`` names the error.
 
 As a physics-loop observer (`advance`, called under the simulation lock with the steps
 to take), the recording has the handler step in runs that end at every `every`-th step
-(`step_sampled`) and copy a row there (a batch's rows go to the queue together; the
-control capture, taken once per write, is shared by the rows while stepping cannot change
-it), and at the start of every batch looks
+(`step_sampled`) and copy a row there (a block's rows go to the queue together, before
+any change that follows them; the control capture, taken once per write, is shared by
+the rows while stepping cannot change it), and at the start of every batch looks
 at the handler's count of writes: when anything wrote since the last batch (a command,
 set_states, goal, wrench, load, reset), it compares the state with the one captured just
 before the first of those writes (the handler's `before_write`) and queues a CHANGE
@@ -26,6 +28,7 @@ costs no capture.
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +61,10 @@ DEFAULT_QUEUE_BYTES = 256 * 1024 * 1024
 #: The writer wakes at least this often (seconds), or once this many bytes wait.
 WAKE_SECONDS = 0.05
 WAKE_BYTES = 4 << 20
+#: The physics thread keeps rows in blocks of about this size (queued when full, before a
+#: change, or WAKE_SECONDS after their first row): one allocation and one queue entry per
+#: block, not per batch.
+BLOCK_BYTES = 1 << 20
 _END = object()
 
 
@@ -101,6 +108,32 @@ class _Queue:
         """`size` bytes of taken items are written: room for new ones."""
         with self._cond:
             self._bytes -= size
+
+
+@dataclass
+class _Block:
+    """Consecutive rows kept by the physics thread until they are queued together."""
+
+    first: int  # the first row's number (its step: first * every)
+    integration: np.ndarray  # [envs, capacity, state size]
+    controls: list[list[ControlState]]  # per env, per row kept (shared while a capture holds)
+    since: float  # time.monotonic() when it was started
+    filled: int = 0
+
+    @staticmethod
+    def new(envs: int, first: int, count: int, size: int, spare: deque[np.ndarray]) -> _Block:
+        """A block for at least `count` rows: a spare one (written already) if it fits,
+        since touching fresh memory costs the physics thread a page fault per 4 KB."""
+        capacity = max(count, BLOCK_BYTES // (8 * size * envs))
+        block = spare.pop() if spare else None
+        if block is None or block.shape[1] < count:
+            block = np.empty((envs, capacity, size))
+        return _Block(first, block, [[] for _ in range(envs)], time.monotonic())
+
+    def rows(self, every: int) -> Rows:
+        """The rows kept, as the writer takes them."""
+        steps = np.arange(self.first, self.first + self.filled, dtype=np.int64) * every
+        return Rows(steps, self.integration[:, : self.filled], self.controls)
 
 
 @dataclass
@@ -163,9 +196,14 @@ class Recording:
         #: the state just before the first write since the last batch (_before_write)
         self._before: list[PhysicsState] | None = None
         #: per env the control capture that holds while nothing writes (None: stepping
-        #: changes it) and the handler's count of writes it was taken at (_rows)
+        #: changes it) and the handler's count of writes it was taken at (_held_controls)
         self._held: list[ControlState | None] = []
         self._held_writes = -1
+        self._block: _Block | None = None  # rows not queued yet
+        #: held while rows are kept or queued: the writer queues a block physics left
+        self._rows_lock = threading.Lock()
+        #: blocks the writer has written, for the physics thread to fill again
+        self._spare: deque[np.ndarray] = deque(maxlen=4)
         try:
             self._stream = StreamWriter(folder / JOURNAL, self.facts, every)
             kwargs = {} if bag_reserve is None else {"reserve": bag_reserve}
@@ -187,27 +225,44 @@ class Recording:
         if h.model_version != self._version:
             self.ended = f"the model changed at step {self.step} (spawn, delete or a new world)"
             self._detach(h)
-            self._queue.put(_END, 0, droppable=False)
+            with self._rows_lock:
+                self._flush()
+                self._queue.put(_END, 0, droppable=False)
             h.step(n=n)
             return
+        with self._rows_lock:
+            self._advance(h, n)
+
+    def _advance(self, h: MujocoHandler, n: int) -> None:
         self._note_change(h)
         every, done = self.every, self.step
-        first = done // every + 1  # the first row's number (its step: first * every)
-        count = (done + n) // every - first + 1
+        count = (done + n) // every - done // every  # rows falling in this batch
         if count == 0:
             h.step(n=n)
             self.step += n
             return
-        rows = self._rows(h, count, np.arange(first, first + count, dtype=np.int64) * every)
-        h.step_sampled(n, every, done, self._sampler(h, rows))
+        block = self._block
+        if block is None or block.filled + count > len(block.integration[0]):
+            self._flush()
+            block = self._block = _Block.new(
+                h.num_envs, done // every + 1, count, self._state_size, self._spare
+            )
+        start = block.filled
+        out = [None if c is None else rows[start : start + count] for c, rows in zip(
+            self._held_controls(h), block.integration)]  # fmt: skip
+        h.step_sampled(n, every, done, out, self._sampler(h, block, start))
+        for e, c in enumerate(self._held):
+            if c is not None:
+                block.controls[e].extend([c] * count)
+        block.filled += count
         self.step += n
-        if not self._queue.put(rows, rows.integration.nbytes):
-            self.dropped_rows += count
+        if time.monotonic() - block.since >= WAKE_SECONDS:
+            self._flush()
 
-    def _rows(self, h: MujocoHandler, count: int, steps: np.ndarray) -> Rows:
-        """The block a batch's rows are copied into, with the control captures that hold
-        for all of them (an env whose control state stepping does not change): taken
-        once after each write, not per batch, since only a write can change them."""
+    def _held_controls(self, h: MujocoHandler) -> list[ControlState | None]:
+        """Per env the control capture that holds for every row of this batch (None where
+        stepping changes the control state): taken once after each write, not per batch,
+        since only a write can change them."""
         if h.writes != self._held_writes:
             self._held_writes = h.writes
             self._held = [
@@ -216,25 +271,40 @@ class Recording:
         for e, c in enumerate(self._held):
             if c is None and not h.control_moving(e):  # stepping ended what moved it
                 self._held[e] = h.capture(e).control
-        controls = [[] if c is None else [c] * count for c in self._held]
-        return Rows(steps, np.empty((h.num_envs, count, self._state_size)), controls)
+        return self._held
 
     @staticmethod
-    def _sampler(h: MujocoHandler, rows: Rows) -> Callable[[int, int, mujoco.MjData], None]:
-        """What keeps a row as the handler steps: a state copy into the block, and a
-        control capture where stepping changes it."""
-        model, block, controls = h.model, rows.integration, rows.controls
+    def _sampler(
+        h: MujocoHandler, block: _Block, start: int
+    ) -> Callable[[int, int, mujoco.MjData], None]:
+        """What keeps a row of an env whose control state stepping changes: a capture."""
+        integration, controls = block.integration, block.controls
 
         def sample(env: int, row: int, data: mujoco.MjData) -> None:
-            if len(controls[env]) > row:  # the batch's capture holds
-                mujoco.mj_getState(model, data, block[env, row], INTEGRATION_STATE)
-                return
             state = h.capture(env)
-            block[env, row] = state.integration
+            integration[env, start + row] = state.integration
             assert state.control is not None
             controls[env].append(state.control)
 
         return sample
+
+    def _flush_stale(self) -> None:
+        """Queue the rows kept WAKE_SECONDS ago or earlier (the writer's thread: physics
+        may be paused, and its rows must still reach the disk)."""
+        with self._rows_lock:
+            block = self._block
+            if block is not None and time.monotonic() - block.since >= WAKE_SECONDS:
+                self._flush()
+
+    def _flush(self) -> None:
+        """Queue the rows kept so far (dropped together if they do not fit); with
+        _rows_lock held, so that they go before what follows them."""
+        block, self._block = self._block, None
+        if block is None or not block.filled:
+            return
+        rows = block.rows(self.every)
+        if not self._queue.put(rows, rows.integration.nbytes):
+            self.dropped_rows += block.filled
 
     def room(self) -> int | None:
         """No limit on the steps a batch may take."""
@@ -243,11 +313,13 @@ class Recording:
     def finish_under_lock(self, h: MujocoHandler) -> None:
         """The last checkpoint (the current state); call with the simulation held, then
         detach the recording from the loop and call `close`."""
-        if self.ended is None and self.error is None and h.model_version == self._version:
-            if not self._note_change(h) and self.step % self.every:
-                self._put([Checkpoint(self.step, ROW, self._capture(h))], droppable=False)
+        with self._rows_lock:
+            self._flush()
+            if self.ended is None and self.error is None and h.model_version == self._version:
+                if not self._note_change(h) and self.step % self.every:
+                    self._put([Checkpoint(self.step, ROW, self._capture(h))], droppable=False)
+            self._queue.put(_END, 0, droppable=False)
         self._detach(h)
-        self._queue.put(_END, 0, droppable=False)
 
     def _before_write(self, h: MujocoHandler) -> None:
         """The handler is about to write: keep the state as it is, if this is the first
@@ -271,6 +343,7 @@ class Recording:
         what = set()
         for a, b in zip(before, now):
             what.update(describe_change(h.model, a, b))
+        self._flush()  # the rows before it go first
         self._put([Checkpoint(self.step, CHANGE, now, ", ".join(sorted(what)))], droppable=False)
         return True
 
@@ -299,6 +372,7 @@ class Recording:
         try:
             while self._write_taken(self._queue.take(WAKE_SECONDS)):
                 self._bag.commit_due()
+                self._flush_stale()
         except OSError as exc:
             self.error = f"cannot write {self.folder}: {os_problem(exc)}"
             self._bag.abort()
@@ -314,7 +388,7 @@ class Recording:
                 size += item.integration.nbytes
                 continue
             if rows:
-                self._stream.write_rows(Rows.joined(rows))
+                self._write_rows(rows)
                 rows = []
             if item is _END:
                 return False
@@ -325,9 +399,14 @@ class Recording:
                 self._bag.write(*item)
                 size += len(item[2]) + 64
         if rows:
-            self._stream.write_rows(Rows.joined(rows))
+            self._write_rows(rows)
         self._queue.release(size)
         return True
+
+    def _write_rows(self, rows: list[Rows]) -> None:
+        """Consecutive rows in one table; their blocks are then the physics thread's spares."""
+        self._stream.write_rows(Rows.joined(rows))
+        self._spare.extend(r.integration.base for r in rows if r.integration.base is not None)
 
     # -- stopping --------------------------------------------------------------------
     def close(self, timeout: float = 60.0) -> Summary:

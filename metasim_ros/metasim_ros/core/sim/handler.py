@@ -838,20 +838,45 @@ class MujocoHandler:
             self._pool.for_each(len(datas), lambda e: self._step_env(e, datas[e], n))
 
     def step_sampled(
-        self, n: int, every: int, done: int, sample: Callable[[int, int, mujoco.MjData], None]
+        self,
+        n: int,
+        every: int,
+        done: int,
+        out: list[np.ndarray],
+        sample: Callable[[int, int, mujoco.MjData], None],
     ) -> None:
-        """n steps of every env, exactly as step(n=n), calling sample(env, row, data) after
-        each step whose count (done + the steps taken here) is a multiple of `every`
-        (row: 0, 1, ... within this call). A recording keeps a state every `every` steps
-        this way at the cost of a state copy, not of a call into the handler per row.
-        `sample` runs on the thread that steps the env (a pool thread too)."""
+        """n steps of every env, exactly as step(n=n), keeping a row after each step whose
+        count (done + the steps taken here) is a multiple of `every` (row: 0, 1, ... within
+        this call): env e's rows are copied (mj_getState, INTEGRATION_STATE) into out[e]
+        ([rows, state size]), or, where out[e] is None, kept by sample(e, row, data). A
+        recording keeps a state every `every` steps this way at the cost of a state copy,
+        not of a Python call per row; `sample` runs on the thread that steps the env (a
+        pool thread too)."""
 
         m, controls, steers = self._model, self._controls, self._base.steers
 
         def run(e: int, d: mujoco.MjData) -> None:
+            rows = out[e]
             # no law to run, no base to steer, nothing to end: _step_env would be mj_step
             # alone
             plain = not controls.stepping[e] and not steers and not controls.moving(e)
+            first = every - done % every  # steps to the first row
+            if plain and rows is not None:  # the common case, without a call per row
+                step, get = mujoco.mj_step, mujoco.mj_getState
+                if first <= n:
+                    step(m, d, nstep=first)
+                    get(m, d, rows[0], INTEGRATION_STATE)
+                    count = (n - first) // every
+                    for row in rows[1 : count + 1]:
+                        step(m, d, nstep=every)
+                        get(m, d, row, INTEGRATION_STATE)
+                    tail = n - first - count * every
+                else:
+                    tail = n
+                if tail:
+                    step(m, d, nstep=tail)
+                self._stale[e] = True
+                return
             taken = row = 0
             while taken < n:
                 k = min(n - taken, every - (done + taken) % every)
@@ -862,7 +887,10 @@ class MujocoHandler:
                     self._step_env(e, d, k)
                 taken += k
                 if (done + taken) % every == 0:
-                    sample(e, row, d)
+                    if rows is None:
+                        sample(e, row, d)
+                    else:
+                        mujoco.mj_getState(m, d, rows[row], INTEGRATION_STATE)
                     row += 1
 
         datas = self._datas
