@@ -79,9 +79,12 @@ def _record(probe: Probe, node, folder: str, timestep: float):
 
 def overhead(root: Path, timestep: float, rtf: float) -> None:
     """Physics rate recording vs not recording, alternating in one node at real-time
-    factor `rtf` (0: as fast as possible; 1: real time, where the steps per node CPU
-    second say what recording costs), with the state kept every step, every 10th and
-    every 100th (record_every)."""
+    factor `rtf` (0: as fast as possible; 1: real time), with the state kept every step,
+    every 10th and every 100th (record_every). The target is the issue's: the physics rate
+    (steps per wall second) while recording >= 0.95 of the rate without; a wall rate
+    counts what else the machine runs, so read it on a quiet machine (the load average is
+    printed). What recording costs the node's CPU (cores, from the node's CPU time) is
+    printed beside it: the recording's threads are meant to use another core."""
     rclpy.init()
     probe = Probe()
     node = start_node(real_time_factor=rtf, recordings_dir=str(root))
@@ -100,13 +103,14 @@ def overhead(root: Path, timestep: float, rtf: float) -> None:
                 off, off_cpu = off + wall, off_cpu + cpu
                 wall, cpu, text = _record(probe, node, f"overhead_{rtf:g}_{every}_{i}", timestep)
                 on, on_cpu = on + wall, on_cpu + cpu
-            ratio = on_cpu / off_cpu
+            ratio = on / off
+            default = " (the default)" if every == DEFAULT_EVERY else ""
             print(
-                f"  state every {every} step(s){' (the default)' if every == DEFAULT_EVERY else ''}"
-                f": per node CPU second {ratio:.3f} of the steps without recording (target >= "
-                f"0.95) {'PASS' if ratio >= 0.95 else 'SHORT'}; per wall second "
-                f"{on / ROUNDS:,.0f} vs {off / ROUNDS:,.0f} steps/s = {on / off:.3f} (load "
-                f"average {os.getloadavg()[0]:.2f})"
+                f"  state every {every} step(s){default}: physics rate {on / ROUNDS:,.0f} vs "
+                f"{off / ROUNDS:,.0f} steps per wall second = {ratio:.3f} of the rate without "
+                f"recording (target >= 0.95) {'PASS' if ratio >= 0.95 else 'SHORT'}; the node "
+                f"uses {on / on_cpu:.2f} cores vs {off / off_cpu:.2f} (steps per node CPU second "
+                f"{on_cpu / off_cpu:.3f} of those without); load average {os.getloadavg()[0]:.2f}"
             )
             print(f"    last: {text}")
     finally:
