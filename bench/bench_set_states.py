@@ -45,7 +45,7 @@ def main() -> None:
     h = MujocoHandler()
     h.step(n=100)
     filler = WorldStateFiller(h, "world")
-    full = [filler.fill(e, *r) for e, r in enumerate(read_worlds(h))]
+    full = [filler.fill(e, r) for e, r in enumerate(read_worlds(h))]
     franka = next(ms for ms in full[0].model_states if ms.name == "franka")
     joint = franka.joint_states[0]
     single = [

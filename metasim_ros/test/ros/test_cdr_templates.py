@@ -35,6 +35,7 @@ from metasim_ros.core.state.joints import JointReading  # noqa: E402
 from metasim_ros.ros.convert.cdr import CdrTemplate  # noqa: E402
 from metasim_ros.ros.convert.states import (  # noqa: E402
     JointStateFiller,
+    WorldReading,
     WorldStateFiller,
     read_world,
 )
@@ -144,8 +145,8 @@ def check_streams(wire: Wire, h: MujocoHandler, steps: int = 40, times: int = 5)
         h.step(n=steps)
         for e in range(h.num_envs):
             reading = read_world(h, e)
-            filled = world[0].fill(e, *reading)
-            assert_same(wire, world[1].serialized(e, *reading), filled)
+            filled = world[0].fill(e, reading)
+            assert_same(wire, world[1].serialized(e, reading), filled)
         for (tf, tf_copy), e in zip(tfs, range(h.num_envs)):
             reading = tf.read(h.synced_data(e))
             assert_same(wire, tf_copy.serialized(reading), tf.fill(reading))
@@ -180,7 +181,7 @@ def test_a_spawn_s_new_layout_makes_new_templates(wire):
     check_streams(wire, h, times=3)
     ((world, _),), _, _ = streams_of(h)
     reading = read_world(h, 1)
-    msg = deserialize_message(world.serialized(1, *reading), WorldState)
+    msg = deserialize_message(world.serialized(1, reading), WorldState)
     assert [m.name for m in msg.model_states][-1] == "ball"
 
 
@@ -197,21 +198,19 @@ def test_arrays_that_change_length_make_the_template_anew(wire):
     are never written into another layout."""
     h = MujocoHandler(num_envs=2)
     world = WorldStateFiller(h, "world")
-    t, state, joints, wrenches = read_world(h, 0)
-    assert_same(
-        wire,
-        world.serialized(0, t, state, joints, wrenches),
-        world.fill(0, t, state, joints, wrenches),
-    )
+    reading = read_world(h, 0)
+    joints = reading.joints
+    assert_same(wire, world.serialized(0, reading), world.fill(0, reading))
     k = next(i for i, j in enumerate(joints) if len(j.position_target))
     moved = list(joints)  # a target moved from one joint to the next one's error
     moved[k] = changed(joints[k], position_target=np.empty(0))
     moved[k + 1] = changed(
         joints[k + 1], position_error=np.append(joints[k + 1].position_error, 0.25)
     )
-    fresh = WorldStateFiller(h, "world").fill(0, t, state, moved, wrenches)
-    assert_same(wire, world.serialized(0, t, state, moved, wrenches), fresh)
-    got = deserialize_message(world.serialized(0, t, state, moved, wrenches), WorldState)
+    moved_reading = WorldReading(reading.sim_time, reading.state, moved, reading.wrenches)
+    fresh = WorldStateFiller(h, "world").fill(0, moved_reading)
+    assert_same(wire, world.serialized(0, moved_reading), fresh)
+    got = deserialize_message(world.serialized(0, moved_reading), WorldState)
     assert 0.25 in [v for m in got.model_states for j in m.joint_states for v in j.position_error]
 
 

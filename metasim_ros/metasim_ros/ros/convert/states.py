@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from operator import attrgetter
-from typing import Iterable, Sequence
+from typing import Iterable, NamedTuple, Sequence
 
 import numpy as np
 from metasim_msgs.msg import JointState as MsJointState
@@ -88,19 +88,12 @@ class WorldStateFiller:
             )
         return msg
 
-    def fill(
-        self,
-        env_id: int,
-        sim_time: float,
-        state: dict,
-        readings: Iterable,
-        wrenches: np.ndarray,
-    ) -> WorldState:
-        """state: the env's core state (render off); readings: its joint_states();
-        wrenches: its link_wrenches() [nbody, 6]."""
+    def fill(self, env_id: int, reading: WorldReading) -> WorldState:
+        """The env's reused message, filled from `reading` (read_world)."""
+        sim_time, state, _, wrenches = reading
         msg = self._msgs.get(env_id) or self._msgs.setdefault(env_id, self._build(env_id))
         msg.header.stamp = stamp(sim_time)
-        by_name = {r.name: r for r in readings}
+        by_name = {r.name: r for r in reading.joints}
         for ms, info in zip(msg.model_states, self._models):
             m = state[info.section][info.name]
             fill_pose(ms.pose, m["pos"], m["rot"])
@@ -120,18 +113,12 @@ class WorldStateFiller:
                 js.velocity_error = doubles(r.velocity_error)
         return msg
 
-    def serialized(
-        self,
-        env_id: int,
-        sim_time: float,
-        state: dict,
-        readings: Iterable,
-        wrenches: np.ndarray,
-    ) -> bytes:
+    def serialized(self, env_id: int, reading: WorldReading) -> bytes:
         """fill()'s message as CDR bytes (ros/convert/cdr.py), from its template once
         made: the numbers gathered in the message's field order, no message filled. A
         reading whose arrays changed length makes the template anew."""
-        by_name = {r.name: r for r in readings}
+        sim_time, state, _, wrenches = reading
+        by_name = {r.name: r for r in reading.joints}
         parts: list = []
         for info in self._models:
             m = state[info.section][info.name]
@@ -154,7 +141,7 @@ class WorldStateFiller:
         sizes = [len(p) for p in parts]
         made = self._templates.get(env_id)
         if made is None or made[1] != sizes:
-            msg = self.fill(env_id, sim_time, state, by_name.values(), wrenches)
+            msg = self.fill(env_id, reading)
             made = self._templates[env_id] = (CdrTemplate(msg), sizes)
         return made[0].serialize(sim_time, np.concatenate(parts) if parts else np.empty(0))
 
@@ -393,10 +380,18 @@ def world_to_states(
     return states, env_ids
 
 
-def read_world(h: MujocoHandler, env_id: int) -> tuple:
-    """(sim time, core state, joint readings, link wrenches) of one env; call with the
-    simulation held."""
-    return (
+class WorldReading(NamedTuple):
+    """One env as WorldStateFiller takes it: read under the lock, converted without it."""
+
+    sim_time: float
+    state: dict  # the env's core state (render off)
+    joints: Iterable  # its joint_states()
+    wrenches: np.ndarray  # its link_wrenches() [nbody, 6]
+
+
+def read_world(h: MujocoHandler, env_id: int) -> WorldReading:
+    """One env's WorldReading; call with the simulation held."""
+    return WorldReading(
         h.sim_time(env_id),
         h.get_states([env_id], render=False)[0],
         h.joint_states(env_id),
@@ -410,7 +405,7 @@ def read_world(h: MujocoHandler, env_id: int) -> tuple:
 ENVS_PER_HOLD = 4
 
 
-def read_worlds(h: MujocoHandler, start: int = 0) -> list[tuple]:
+def read_worlds(h: MujocoHandler, start: int = 0) -> list[WorldReading]:
     """read_world of up to ENVS_PER_HOLD envs from `start`; call with the simulation held."""
     return [read_world(h, e) for e in range(start, min(h.num_envs, start + ENVS_PER_HOLD))]
 

@@ -110,8 +110,8 @@ class StateServices:
             if read_remaining(self._sim, version, total, readings):
                 break
         if not replies.get_states.states:
-            replies.get_states.states = [replies.filler.fill(e, *r) for e, r in enumerate(readings)]
+            replies.get_states.states = [replies.filler.fill(e, r) for e, r in enumerate(readings)]
         else:  # the reply's messages are the filler's: refilled in place
             for e, r in enumerate(readings):
-                replies.filler.fill(e, *r)
+                replies.filler.fill(e, r)
         return replies.get_states

@@ -41,6 +41,7 @@ from metasim_ros.ros.convert.geometry import stamp
 from metasim_ros.ros.convert.states import (
     ENVS_PER_HOLD,
     JointStateFiller,
+    WorldReading,
     WorldStateFiller,
     read_world,
 )
@@ -157,8 +158,8 @@ class Streams:
         def read_world_of(h: MujocoHandler, env: int) -> Any:
             return read_world(h, env) if anyone_reads(world_pub(env)) else None
 
-        def publish_world(env: int, reading: tuple) -> None:
-            world_pub(env).publish(self._layout.world.serialized(env, *reading))
+        def publish_world(env: int, reading: WorldReading) -> None:
+            world_pub(env).publish(self._layout.world.serialized(env, reading))
 
         # /clock always (sim-time nodes wait for it; ~/status reports its gaps); the others
         # only while someone subscribes: unread they cost the physics thread about a tenth
