@@ -243,7 +243,7 @@ class Recording:
             self.step += n
             return
         block = self._block
-        if block is None or block.filled + count > len(block.integration[0]):
+        if block is None or block.filled + count > block.integration.shape[1]:
             self._flush()
             block = self._block = _Block.new(
                 h.num_envs, done // every + 1, count, self._state_size, self._spare
@@ -251,7 +251,8 @@ class Recording:
         start = block.filled
         out = [None if c is None else rows[start : start + count] for c, rows in zip(
             self._held_controls(h), block.integration)]  # fmt: skip
-        h.step_sampled(n, every, done, out, self._sampler(h, block, start))
+        sample = self._sampler(h, block, start) if any(o is None for o in out) else None
+        h.step_sampled(n, every, done, out, sample)
         for e, c in enumerate(self._held):
             if c is not None:
                 block.controls[e].extend([c] * count)

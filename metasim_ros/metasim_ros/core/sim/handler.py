@@ -842,16 +842,16 @@ class MujocoHandler:
         n: int,
         every: int,
         done: int,
-        out: list[np.ndarray],
-        sample: Callable[[int, int, mujoco.MjData], None],
+        out: list[np.ndarray | None],
+        sample: Callable[[int, int, mujoco.MjData], None] | None,
     ) -> None:
         """n steps of every env, exactly as step(n=n), keeping a row after each step whose
         count (done + the steps taken here) is a multiple of `every` (row: 0, 1, ... within
         this call): env e's rows are copied (mj_getState, INTEGRATION_STATE) into out[e]
-        ([rows, state size]), or, where out[e] is None, kept by sample(e, row, data). A
-        recording keeps a state every `every` steps this way at the cost of a state copy,
-        not of a Python call per row; `sample` runs on the thread that steps the env (a
-        pool thread too)."""
+        ([rows, state size]), or, where out[e] is None, kept by `sample(e, row, data)`
+        (given when some out[e] is None). A recording keeps a state every `every` steps
+        this way at the cost of a state copy, not of a Python call per row; `sample` runs
+        on the thread that steps the env (a pool thread too)."""
 
         m, controls, steers = self._model, self._controls, self._base.steers
 
@@ -888,6 +888,7 @@ class MujocoHandler:
                 taken += k
                 if (done + taken) % every == 0:
                     if rows is None:
+                        assert sample is not None, "an env without a block needs a sampler"
                         sample(e, row, d)
                     else:
                         mujoco.mj_getState(m, d, rows[row], INTEGRATION_STATE)
