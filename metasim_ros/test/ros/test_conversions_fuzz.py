@@ -49,7 +49,11 @@ from fuzz_support import (
 from metasim_ros.core import StateValidationError  # noqa: E402
 from metasim_ros.ros.convert.commands import targets_from_joint_state  # noqa: E402
 from metasim_ros.ros.convert.geometry import stamp  # noqa: E402
-from metasim_ros.ros.convert.states import WorldStateFiller, world_to_states  # noqa: E402
+from metasim_ros.ros.convert.states import (  # noqa: E402
+    WorldReading,
+    WorldStateFiller,
+    world_to_states,
+)
 
 any_float = st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from(
     [math.nan, math.inf, 1e308, -0.0]
@@ -451,7 +455,9 @@ def test_published_world_state_round_trips(scene_name, data):
     states = h.get_states(render=False)
     filler = WorldStateFiller(h, "world")
     published = [
-        filler.fill(e, h.sim_time(e), states[e], h.joint_states(e), h.link_wrenches(e))
+        filler.fill(
+            e, WorldReading(h.sim_time(e), states[e], h.joint_states(e), h.link_wrenches(e))
+        )
         for e in range(NUM_ENVS)
     ]
     from rclpy.serialization import deserialize_message, serialize_message
