@@ -17,7 +17,10 @@ every writer a heartbeat every 100 ms (whatever is lost anyway comes again withi
 to be discovered (rmw_fastrtps drops a reply after the writer's max_blocking_time,
 100 ms by default: on a loaded machine a client's first call then got no reply). The
 segment is the node's (its messages to every local reader go through it);
-readers need nothing.
+readers need nothing. The participant's lease is 5 s instead of 20 s: peers keep a node
+that ended without its goodbye (SIGKILL, a crash) until it ends, and meanwhile a client
+waiting for the node's service took the dead node's for the one started in its place
+(its request went there and was lost).
 
 It is applied through FASTDDS_DEFAULT_PROFILES_FILE, before rclpy creates the node's
 participant, unless the user configured Fast DDS: that variable set, a
@@ -57,7 +60,7 @@ def apply(environ: MutableMapping[str, str] = os.environ, cwd: Path | None = Non
     environ[PROFILE_VARIABLE] = str(PROFILE)
     return (
         f"Fast DDS profile {PROFILE} (32 MiB shared memory, 100 ms heartbeats, "
-        "replies wait 2 s for their client)"
+        "replies wait 2 s for their client, 5 s lease)"
     )
 
 

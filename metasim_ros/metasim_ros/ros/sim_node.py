@@ -282,7 +282,7 @@ class SimNode(PartsNode):
         """The action servers first: rclpy's destroy_node leaves them (they are waitables),
         and each keeps the node, so the DDS participant, alive to the end of the process.
         Then the participant never said goodbye: peers kept it, and listed the node, for
-        its lease (20 s), and its shared memory stayed in /dev/shm. Whatever exists: rclpy
+        its lease, and its shared memory stayed in /dev/shm. Whatever exists: rclpy
         also calls this for a node whose construction failed.
 
         The fast services' node goes last, bare, a moment after everything else (the DDS

@@ -74,6 +74,7 @@ class SimProcess:
             cmd += ["--ros-args"] + [a for k, v in params.items() for a in ("-p", f"{k}:={v}")]
         self._log = tempfile.TemporaryFile(mode="w+", prefix="sim_node_", suffix=".log")
         env = with_pythonpath()  # this tree's package, not the installed copy
+        self.domain = domain
         if domain is not None:
             env["ROS_DOMAIN_ID"] = str(domain)
         self.proc = subprocess.Popen(
@@ -126,8 +127,20 @@ class SimProcess:
             client.node.destroy_client(probe)
         return self
 
+    def kill(self) -> None:
+        """SIGKILL its process group, as a crash ends it, and wait for the end. Only on a
+        domain of its own (`alone`): a node ended without its goodbye stays in its peers'
+        graphs until its DDS lease ends (5 s, fastdds_profile.xml), and a test after it
+        that waits for a service of a node it starts may take the dead node's for it: its
+        request goes there, and the new node never gets it (a first ~/step got no reply)."""
+        assert self.domain is not None, "kill a node on a domain of its own (`alone`)"
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.wait_output(timeout=5)
+
     def stop(self, sig: int = signal.SIGINT, timeout: float = 5.0) -> int:
-        """Signal the node, wait for it; kill it if it hangs (and say so)."""
+        """Signal the node, wait for it; kill it if it hangs (and say so). A signal that
+        ends it without its goodbye is `kill`'s."""
+        assert sig != signal.SIGKILL, "SIGKILL is kill()'s (a domain of its own)"
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
         try:
@@ -315,8 +328,8 @@ def start_node(request) -> Iterator[Callable[..., SimProcess]]:
 @pytest.fixture
 def alone(start_node):
     """A client on a ROS domain of its own, and a function starting a serving node there:
-    for tests that kill a node, which then stays in its peers' graphs for its lease (20 s)
-    and would mislead the tests after them."""
+    for tests that kill a node (SimProcess.kill), which then stays in its peers' graphs
+    for its DDS lease and would mislead the tests after them."""
     ours = int(os.environ["ROS_DOMAIN_ID"])
     others = [d for d in random.sample(list(DOMAINS), len(DOMAINS)) if d != ours]
     choice = choose_domain(others)

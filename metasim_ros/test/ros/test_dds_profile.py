@@ -74,3 +74,22 @@ def test_a_reply_waits_for_its_client_to_be_discovered():
     assert seconds >= 1.0
     heartbeat = writer.find("f:times/f:heartbeat_period/f:nanosec", ns)
     assert int(heartbeat.text) == 100_000_000
+
+
+def lease_seconds() -> float:
+    """The lease the node's participant announces (how long peers keep it after a crash)."""
+    ns = {"f": "http://www.eprosima.com"}
+    root = ET.parse(dds_profile.PROFILE).getroot()
+    lease = root.find(".//f:participant/f:rtps/f:builtin/f:discovery_config/f:leaseDuration", ns)
+    return int(lease.find("f:sec", ns).text) + int(lease.find("f:nanosec", ns).text) / 1e9
+
+
+def test_a_crashed_node_is_forgotten_within_seconds():
+    """Peers keep a participant that left without its goodbye until its lease ends (Fast
+    DDS: 20 s): long enough for a client to take a dead node's service for the node started
+    in its place. The node's lease is 5 s, announced every second (five misses to lose
+    it)."""
+    ns = {"f": "http://www.eprosima.com"}
+    root = ET.parse(dds_profile.PROFILE).getroot()
+    every = root.find(".//f:discovery_config/f:leaseAnnouncement/f:sec", ns)
+    assert lease_seconds() <= 5.0 and int(every.text) * 5 <= lease_seconds()

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 from pathlib import Path
 
 import pytest
@@ -80,15 +79,15 @@ def test_start_removes_temp_files_of_interrupted_saves(
     assert found == [(str(len(left)), str(size))], node.output
 
 
-def test_start_cleans_shared_memory_of_killed_nodes(start_node, client, snapshot_dir):
+def test_start_cleans_shared_memory_of_killed_nodes(alone, snapshot_dir):
+    client, start = alone
     before = set(Path("/dev/shm").iterdir())
-    killed = start_node({"paused": True, "snapshot_dir": str(snapshot_dir)}).wait_serving(client)
+    killed = start(paused=True, snapshot_dir=str(snapshot_dir))
     segments = shm_segments(killed.proc.pid) - before  # its own
     if not segments:
         pytest.skip("the middleware uses no Fast DDS shared memory here")
-    os.killpg(killed.proc.pid, signal.SIGKILL)
-    killed.stop(signal.SIGKILL)
+    killed.kill()
     assert all(p.exists() for p in segments), "SIGKILL left no segment behind"
-    node = start_node({"paused": True, "snapshot_dir": str(snapshot_dir)}).wait_serving(client)
+    node = start(paused=True, snapshot_dir=str(snapshot_dir))
     client.spin_until(lambda: not any(p.exists() for p in segments), 20, "segments removed")
     node.stop()

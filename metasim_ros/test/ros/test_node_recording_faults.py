@@ -12,7 +12,6 @@ at their sim times; an exported robomimic demo loads through ~/load_snapshot."""
 from __future__ import annotations
 
 import resource
-import signal
 
 import pytest
 
@@ -110,8 +109,10 @@ def test_bad_requests_are_refused_and_change_nothing(node, client, tmp_path):
     assert "replaying" not in status(client)
 
 
-def test_a_killed_node_leaves_an_episode_that_recover_closes(node, client):
-    proc, rec = node
+def test_a_killed_node_leaves_an_episode_that_recover_closes(alone, tmp_path):
+    client, start_alone = alone  # killed: on a domain of its own (SimProcess.kill)
+    rec = tmp_path / "recordings"
+    proc = start_alone(paused=True, recordings_dir=str(rec))
     ok(start(client, "ep"))
     step(client, 500)
     seen: list[int] = []
@@ -125,7 +126,7 @@ def test_a_killed_node_leaves_an_episode_that_recover_closes(node, client):
             return False
 
     client.spin_until(on_disk, 20.0, "the recording to reach the disk")
-    proc.stop(signal.SIGKILL)
+    proc.kill()
     with Reader(rec / "ep" / "bag") as bag:  # rosbags reads the killed bag
         topics = {c.topic for c in bag.connections}
         assert len(list(bag.messages())) >= seen[-1]

@@ -32,6 +32,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from metasim_ros.core.recording.episode import BAG, JOURNAL, STATES
 from stopping import STOP_WITHIN, StopCheck, shm_now, temp_files
+from test_dds_profile import lease_seconds
 from test_node_model_builds import cpu_seconds, spawn_request, urdf_chain
 
 ARM = [f"panda_joint{i}" for i in range(1, 8)]
@@ -283,3 +284,29 @@ def test_a_second_sigint_ends_it_at_once(alone, tmp_path):
     node.wait_output(timeout=STOP_WITHIN)
     assert node.proc.returncode == -signal.SIGINT, node.output
     assert "Traceback" not in node.output, node.output
+
+
+def test_a_killed_node_leaves_the_graph_and_its_replacement_serves(alone):
+    """A crash (SIGKILL) sends no goodbye: peers keep the node until its lease ends. With
+    the node's profile that is 5 s (Fast DDS's default, 20 s, fails the wait below); then a
+    node started in its place answers a new client's first ~/step, which the dead node's
+    server, still listed, took before."""
+    client, start = alone
+    dead = start(paused=True)
+    writers = clock_writers(client)
+    assert writers, "the node's /clock writer is not in the graph"
+    dead.kill()
+    client.spin_until(
+        lambda: not writers & clock_writers(client),
+        3 * lease_seconds(),
+        "the killed node to leave the graph",
+    )
+    start(paused=True)
+    res = client.call(Step, "/sim_node/step", Step.Request(steps=250))
+    assert res.success and res.steps_done == 250, res.message
+
+
+def clock_writers(client) -> set[bytes]:
+    """The endpoint ids of sim_node's /clock writers in the client's graph."""
+    infos = client.node.get_publishers_info_by_topic("/clock")
+    return {bytes(i.endpoint_gid) for i in infos if i.node_name == "sim_node"}

@@ -57,7 +57,7 @@ def test_sigterm_exits_cleanly(start_node, client):
 def test_a_stopped_node_leaves_the_graph_at_once(start_node, client):
     """Peers forget a stopped node at once and it leaves no shared memory behind: a node
     whose DDS participant outlived its work (its action servers kept it) stayed in every
-    peer's graph for its 20 s lease, and its segment in /dev/shm."""
+    peer's graph for its lease (then 20 s), and its segment in /dev/shm."""
     before = shm_now()
     stop = StopCheck(start_node().wait_serving(client), client, before)
     try:
