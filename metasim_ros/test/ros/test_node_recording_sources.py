@@ -9,6 +9,7 @@ the node's publishers, not received back over DDS: the node subscribes to none o
 while recording, and the bag (read back by rosbags' Reader) holds, in order, a run of
 exactly the bytes a raw subscription in this process received: none missing, none added,
 none altered, each stamped with the sim time it went out (no earlier than its header).
+Topics the node publishes only while someone reads them are recorded with no reader.
 
 A topic another process publishes too (/tf, published here while recording) is taken
 over DDS: the bag holds the other publisher's messages beside the node's."""
@@ -185,3 +186,17 @@ def test_a_topic_another_process_publishes_too_keeps_its_messages(recordings, cl
     ]
     assert [c[0] for c in children if c and c[0].startswith("visitor_")] == sent
     assert any(c and not c[0].startswith("visitor_") for c in children), "the node's own /tf"
+
+
+def test_own_topics_nobody_reads_are_recorded(recordings, client):
+    """The node publishes some topics only while someone reads them (the camera renders
+    only then): a recording counts as a reader, with no subscriber anywhere."""
+    for topic in OWN:
+        assert client.node.count_subscribers(topic) == 0, topic
+    ok(start(client, "ep", list(OWN)))
+    _steps(client, lambda: written(client) >= 60, "60 messages written")
+    ok(stop(client))
+    bag = recorded(recordings / "ep" / "bag")
+    assert {t: len(bag.get(t, [])) >= 1 for t in OWN} == dict.fromkeys(OWN, True), {
+        t: len(m) for t, m in bag.items()
+    }
