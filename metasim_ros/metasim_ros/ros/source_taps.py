@@ -17,6 +17,12 @@ it, serialize_message's buffer is 4 bytes longer than the CDR stream, ros/conver
 those bytes then go out too, and are recorded alike; the node's message objects have no
 empty float64 sequence.)
 
+What it costs the publishing thread while tapped, with the node's malloc settings
+(core/memory.py: every buffer over 128 KiB is a fresh mmap, faulted in page by page): a
+640x480 image's serialize_message 1.7 ms (0.24 ms with glibc's defaults) and its publish
+as bytes 0.9 ms, against 0.9 ms for rclpy's publish of the object; template bytes nothing
+more. Untapped, 0.1-0.15 us more per publish than rclpy's.
+
 Every publisher the node makes is a TappablePublisher (SimNode.create_publisher). A tap
 is set per topic name: a publisher made while its topic is tapped (a camera's image
 publisher made anew, a joint topic after a model change) is tapped from its first message.
