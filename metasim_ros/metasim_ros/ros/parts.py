@@ -8,8 +8,9 @@ through `sim` (SimulationAccess: the handler only inside `sim.locked()`). What p
 lives on the node, typed here, so topics/, services/ and inputs/ never import each other:
 the callback groups, the namespaces of envs and robots, the periodic streams other parts
 add to, the clock-gap record, the lines ~/status adds, the warnings about outside input,
-the quit request, the fast node's services. A part may have `start()`, `stop(timeout)`
-and `parameter_changed(name, value)`; the node calls them.
+the quit request, the fast node's services, a recording's taps on the node's publishers.
+A part may have `start()`, `stop(timeout)` and `parameter_changed(name, value)`; the node
+calls them.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from metasim_ros.core.sim.handler import MujocoHandler
 from metasim_ros.ros.log_limit import LogLimit
 from metasim_ros.ros.namespaces import Place, Placement
 from metasim_ros.ros.parameters import SimParameters
+from metasim_ros.ros.source_taps import SourceTaps
 
 #: Command inputs besides `joint_command_topic` (what a recording records of them).
 JOINT_TARGETS_TOPIC = "~/joint_targets"
@@ -119,3 +121,5 @@ class PartsNode(Node):
     #: the fast node's services (set by services/states.py, built before the other
     #: services): short synchronous callbacks only, one at a time, never the executor's
     fast_services: ServiceHost
+    #: a recording's taps on the node's own publishers (ros/source_taps.py)
+    source_taps: SourceTaps

@@ -51,6 +51,7 @@ from metasim_ros.ros.services.sim_interfaces import SimInterfaces
 from metasim_ros.ros.services.simulation import SimServices
 from metasim_ros.ros.services.states import StateServices
 from metasim_ros.ros.services.wrenches import WrenchServices
+from metasim_ros.ros.source_taps import SourceTaps, TappablePublisher
 from metasim_ros.ros.topics.cameras import CameraStreamer
 from metasim_ros.ros.topics.contacts import ContactTopics
 from metasim_ros.ros.topics.lidar import LidarTopics
@@ -121,6 +122,9 @@ class SimNode(PartsNode):
 
     def __init__(self, **node_options: Any) -> None:
         """node_options: rclpy Node's keyword arguments (context, parameter_overrides …)."""
+        #: the recording taps set on the node's publishers (set first: rclpy's Node makes
+        #: its /parameter_events publisher through create_publisher)
+        self.source_taps = SourceTaps(self)
         super().__init__("sim_node", **node_options)
         self.params = p = parameters.declare(self)
         log = self.get_logger()
@@ -220,9 +224,15 @@ class SimNode(PartsNode):
         waitable the executor polls at every wake-up: with two per publisher they were half
         of the executor's work per service call. Every publisher here offers reliable
         delivery, so the only subscribers they could warn about are transient-local ones on
-        a volatile topic."""
+        a volatile topic.
+
+        Every one is a TappablePublisher: a recording of its topic takes the messages from
+        it (ros/source_taps.py), not back over DDS."""
         kwargs.setdefault("event_callbacks", PublisherEventCallbacks(use_default_callbacks=False))
-        return super().create_publisher(*args, **kwargs)
+        kwargs.setdefault("publisher_class", TappablePublisher)
+        pub = super().create_publisher(*args, **kwargs)
+        self.source_taps.made(pub)
+        return pub
 
     def create_service(self, *args: Any, **kwargs: Any) -> Service:
         """A service that keeps its replies as deep as rclpy's parameter services do

@@ -3,10 +3,13 @@
 """Episodes over ROS: ~/start_recording, ~/stop_recording, ~/replay, ~/seek, ~/stop_replay,
 and the topic taps that hand a recording the bytes of every message it records.
 
-A tap is a raw subscription (rclpy hands over the CDR bytes as they came off DDS, never
-deserialised) on the fast node (services/fast.py: its EventsExecutor takes a message
-without the wait-set work sim_node's executor does per wake-up), stamped with the sim
-time it arrived at and queued for the recording's writer thread
+A topic only the node publishes is tapped at its publishers (ros/source_taps.py: the
+bytes the publisher publishes, handed over as it publishes them). Any other (the command
+inputs, a topic another process publishes too, a latched one) is tapped by a raw
+subscription (rclpy hands over the CDR bytes as they came off DDS, never deserialised) on
+the fast node (services/fast.py: its EventsExecutor takes a message without the wait-set
+work sim_node's executor does per wake-up). Either way a message is stamped with the sim
+time it went out or arrived at and queued for the recording's writer thread
 (core/recording/session.py). The state stream and the replay are core
 (core/recording/); these callbacks parse, call them and reply.
 """
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +26,6 @@ from metasim_msgs.srv import Replay, Seek, StartRecording
 from rclpy.duration import Duration as RclDuration
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-from rclpy.subscription import Subscription
 from rosbags.rosbag2 import Reader
 from std_srvs.srv import Trigger
 
@@ -87,7 +90,7 @@ class RecordingServices:
         with sim.locked() as h:  # the command topics of the robots there are at start
             places = node.placement.robots([r.name for r in h.robots])
         self._commands = [node.resolve_topic_name(t) for t in input_topics(params, places)]
-        self._taps: list[Subscription] = []
+        self._untaps: list[Callable[[], None]] = []  # each stops a tap of the recording
         self.recording: Recording | None = None
         self.replay: CoreReplay | None = None
         self._replay_rate: float | None = None
@@ -158,7 +161,7 @@ class RecordingServices:
             _remove_created(folder)
             raise
         self.recording = rec
-        self._taps = [self._tap(i, s) for i, s in enumerate(specs)]
+        self._untaps = [self._tap(i, s) for i, s in enumerate(specs)]
         response.success = True
         response.message = (
             f"recording episode {folder.name} ({len(specs)} topic(s), the state every "
@@ -166,7 +169,19 @@ class RecordingServices:
         )
         return response
 
-    def _tap(self, index: int, spec: TopicSpec) -> Subscription:
+    def _tap(self, index: int, spec: TopicSpec) -> Callable[[], None]:
+        """Hand the recording every message of `spec`'s topic from now on: at the node's
+        publishers if they are the topic's only ones, else over DDS; returns what stops it."""
+        rec, loop = self.recording, self._sim.loop
+        assert rec is not None
+
+        def received(data: bytes) -> None:
+            rec.message(index, round(loop.last_sim_time * 1e9), data)
+
+        sources = self._node.source_taps
+        if sources.only_mine(spec.name):
+            sources.tap(spec.name, received)
+            return lambda: sources.untap(spec.name)
         infos = self._node.get_publishers_info_by_topic(spec.name)
         latched = any(i.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL for i in infos)
         reliable = all(i.qos_profile.reliability == ReliabilityPolicy.RELIABLE for i in infos)
@@ -175,14 +190,9 @@ class RecordingServices:
             reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT,
             durability=DurabilityPolicy.TRANSIENT_LOCAL if latched else DurabilityPolicy.VOLATILE,
         )
-        rec, loop = self.recording, self._sim.loop
-        assert rec is not None
-
-        def received(data: bytes) -> None:
-            rec.message(index, round(loop.last_sim_time * 1e9), data)
-
         taps = self._node.fast_services
-        return taps.create_tap(message_class(spec.type), spec.name, received, qos)
+        tap = taps.create_tap(message_class(spec.type), spec.name, received, qos)
+        return lambda: taps.destroy_tap(tap)
 
     @replying
     def stop_recording(
@@ -199,9 +209,9 @@ class RecordingServices:
     def _stop(self) -> RecordingSummary:
         rec = self.recording
         assert rec is not None
-        for tap in self._taps:
-            self._node.fast_services.destroy_tap(tap)
-        self._taps = []
+        for untap in self._untaps:
+            untap()
+        self._untaps = []
         with self._sim.locked() as h:
             rec.finish_under_lock(h)
             if self._sim.loop.observer is rec:
