@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from operator import attrgetter
-from typing import Iterable, NamedTuple, Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 from metasim_msgs.msg import JointState as MsJointState
@@ -90,10 +90,10 @@ class WorldStateFiller:
 
     def fill(self, env_id: int, reading: WorldReading) -> WorldState:
         """The env's reused message, filled from `reading` (read_world)."""
-        sim_time, state, _, wrenches = reading
+        sim_time, state, joints, wrenches = reading
         msg = self._msgs.get(env_id) or self._msgs.setdefault(env_id, self._build(env_id))
         msg.header.stamp = stamp(sim_time)
-        by_name = {r.name: r for r in reading.joints}
+        by_name = {r.name: r for r in joints}
         for ms, info in zip(msg.model_states, self._models):
             m = state[info.section][info.name]
             fill_pose(ms.pose, m["pos"], m["rot"])
@@ -117,8 +117,8 @@ class WorldStateFiller:
         """fill()'s message as CDR bytes (ros/convert/cdr.py), from its template once
         made: the numbers gathered in the message's field order, no message filled. A
         reading whose arrays changed length makes the template anew."""
-        sim_time, state, _, wrenches = reading
-        by_name = {r.name: r for r in reading.joints}
+        sim_time, state, joints, wrenches = reading
+        by_name = {r.name: r for r in joints}
         parts: list = []
         for info in self._models:
             m = state[info.section][info.name]
@@ -385,7 +385,7 @@ class WorldReading(NamedTuple):
 
     sim_time: float
     state: dict  # the env's core state (render off)
-    joints: Iterable  # its joint_states()
+    joints: Sequence  # its joint_states() (read twice when a template is made)
     wrenches: np.ndarray  # its link_wrenches() [nbody, 6]
 
 
